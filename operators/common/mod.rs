@@ -1,0 +1,15 @@
+//! Helpers shared by the capabilities: deterministic hashing, errors, timely's
+//! cluster flags, gathering results at one worker, busy work, latency
+//! summaries and workload generators.
+
+pub mod cluster;
+pub mod error;
+pub mod gather;
+pub mod hash;
+pub mod keys;
+pub mod latency;
+pub mod lines;
+pub mod spin;
+pub mod stash;
+
+pub use error::Error;

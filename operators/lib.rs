@@ -1,0 +1,32 @@
+//! # equipoise
+//!
+//! Timely-dataflow (and differential-dataflow) operators that keep a
+//! distributed streaming dataflow balanced when its input is skewed.
+//!
+//! - [`pkg`]: Partial Key Grouping. Exchange pacts that split each key over
+//!   two workers, choosing the less loaded by a load estimate each sender keeps
+//!   locally, with key grouping, shuffle and PoTC baselines; two-phase
+//!   aggregation operators (`pkg_aggregate`, `pkg_count`, `top_k`) that merge
+//!   the split partial results exactly; `pkg_count` for differential
+//!   collections.
+//!
+//! ```
+//! use timely::dataflow::operators::{ToStream, Inspect};
+//! use equipoise::common::hash::key_hash;
+//! use equipoise::pkg::{PartialKeyGrouping, PkgCount, TopK};
+//!
+//! timely::execute(timely::Config::process(2), |worker| {
+//!     worker.dataflow::<u64, _, _>(|scope| {
+//!         let words = ["the", "cat", "the", "hat", "the"].map(String::from);
+//!         words.to_stream(scope)
+//!             .pkg_count(PartialKeyGrouping::new(|word: &String| key_hash(word)))
+//!             .top_k(1)
+//!             .inspect(|top| println!("most frequent: {top:?}"));
+//!     });
+//! }).unwrap();
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod common;
+pub mod pkg;

@@ -1,0 +1,22 @@
+//! Partial Key Grouping (Nasir et al., ICDE 2015): exchange pacts that split
+//! each key over two workers and pick the less loaded by a load estimate each
+//! sender keeps locally, baselines for honest comparison, and the two-phase
+//! aggregation operators that merge the split results exactly.
+
+pub mod aggregate;
+pub mod candidates;
+pub mod differential;
+pub mod hashing;
+pub mod pact;
+pub mod potc;
+pub mod ranking;
+pub mod round_robin;
+pub mod router;
+pub mod top_k;
+pub mod two_choices;
+
+pub use aggregate::{Aggregate, MergePartials, PkgCount};
+pub use differential::PkgCountCollection;
+pub use pact::{Grouped, KeyGrouping, PartialKeyGrouping, PotcGrouping, SchemeGrouping, SendCounts, ShuffleGrouping};
+pub use router::{Grouping, Router, Scheme};
+pub use top_k::TopK;

@@ -1,0 +1,236 @@
+//! Exchange pacts driven by a routing policy: partial key grouping and its
+//! baselines, usable wherever timely accepts a pact.
+
+use std::cell::RefCell;
+use std::marker::PhantomData;
+use std::rc::Rc;
+
+use serde::{Deserialize, Serialize};
+use timely::communication::{Pull, Push};
+use timely::dataflow::channels::pact::{LogPuller, LogPusher, ParallelizationContract};
+use timely::dataflow::channels::{Message, Stamp};
+use timely::logging::TimelyLogger;
+use timely::progress::Timestamp;
+use timely::worker::Worker;
+
+use super::hashing::Hashing;
+use super::potc::PowerOfTwoChoices;
+use super::round_robin::RoundRobin;
+use super::router::{Grouping, Router, Scheme};
+use super::two_choices::TwoChoices;
+
+/// How many records each destination worker has been sent by this worker
+/// through one pact, shared with the program that built the pact.
+///
+/// Sizes itself when the pact is connected; empty before the dataflow is built.
+#[derive(Debug, Clone, Default)]
+pub struct SendCounts(Rc<RefCell<Vec<u64>>>);
+
+impl SendCounts {
+    /// Records sent to each worker so far, by worker index.
+    pub fn get(&self) -> Vec<u64> {
+        self.0.borrow().clone()
+    }
+
+    /// Records sent in all.
+    pub fn total(&self) -> u64 {
+        self.0.borrow().iter().sum()
+    }
+}
+
+type CostFn<D> = Box<dyn FnMut(&D) -> u64>;
+
+/// A pact that routes each record by a [`Grouping`] policy applied to a key
+/// fingerprint (`key`, like the function of timely's `Exchange`).
+///
+/// Use it through its aliases: [`PartialKeyGrouping`], [`KeyGrouping`],
+/// [`ShuffleGrouping`], [`PotcGrouping`], or [`Grouped::with_grouping`] with a
+/// [`Scheme`] chosen at run time.
+///
+/// ```
+/// use timely::dataflow::operators::{ToStream, Inspect};
+/// use timely::dataflow::operators::generic::Operator;
+/// use equipoise::common::hash::key_hash;
+/// use equipoise::pkg::PartialKeyGrouping;
+///
+/// timely::example(|scope| {
+///     let pact = PartialKeyGrouping::new(|word: &String| key_hash(word));
+///     let sent = pact.send_counts();
+///     ["a", "b", "a", "a"].map(String::from).to_stream(scope)
+///         .unary(pact, "Receive", |_, _| |input, output| {
+///             input.for_each_stamp(|cap, data| {
+///                 output.session(&cap).give_containers(data);
+///             });
+///         })
+///         .container::<Vec<String>>()
+///         .inspect(|word| println!("{word}"));
+/// });
+/// ```
+pub struct Grouped<G, D, F> {
+    grouping: G,
+    key: F,
+    cost: Option<CostFn<D>>,
+    counts: SendCounts,
+    _data: PhantomData<D>,
+}
+
+/// Partial key grouping: each record to the less loaded of its key's two
+/// candidate workers, by this sender's own load estimate.
+pub type PartialKeyGrouping<D, F> = Grouped<TwoChoices, D, F>;
+/// Key grouping: each key to one worker (the first candidate of PKG).
+pub type KeyGrouping<D, F> = Grouped<Hashing, D, F>;
+/// Shuffle grouping: round-robin, whatever the key.
+pub type ShuffleGrouping<D, F> = Grouped<RoundRobin, D, F>;
+/// Power of two choices: a key's first record fixes its worker (no splitting).
+pub type PotcGrouping<D, F> = Grouped<PowerOfTwoChoices, D, F>;
+/// A scheme chosen at run time.
+pub type SchemeGrouping<D, F> = Grouped<Scheme, D, F>;
+
+impl<G: Grouping + Default, D, F: FnMut(&D) -> u64> Grouped<G, D, F> {
+    /// A pact routing records by the fingerprint `key` returns (see
+    /// [`key_hash`](crate::common::hash::key_hash)); each record costs 1.
+    pub fn new(key: F) -> Self {
+        Self::with_grouping(G::default(), key)
+    }
+}
+
+impl<G: Grouping, D, F: FnMut(&D) -> u64> Grouped<G, D, F> {
+    /// A pact for an explicit policy value (e.g. a [`Scheme`]).
+    pub fn with_grouping(grouping: G, key: F) -> Self {
+        Grouped {
+            grouping,
+            key,
+            cost: None,
+            counts: SendCounts::default(),
+            _data: PhantomData,
+        }
+    }
+
+    /// Weighs each record by `cost` in the load estimate (default: 1 each).
+    pub fn with_cost(mut self, cost: impl FnMut(&D) -> u64 + 'static) -> Self {
+        self.cost = Some(Box::new(cost));
+        self
+    }
+
+    /// A handle on the per-destination send counts of this worker.
+    pub fn send_counts(&self) -> SendCounts {
+        self.counts.clone()
+    }
+}
+
+impl<T, D, G, F> ParallelizationContract<T, Vec<D>> for Grouped<G, D, F>
+where
+    T: Timestamp,
+    D: Serialize + for<'a> Deserialize<'a> + Send + 'static,
+    G: Grouping,
+    F: FnMut(&D) -> u64 + 'static,
+{
+    type Pusher = GroupedPusher<T, D, LogPusher<Box<dyn Push<Message<T, Vec<D>>>>>, G::Router, F>;
+    type Puller = LogPuller<Box<dyn Pull<Message<T, Vec<D>>>>>;
+
+    fn connect(
+        self,
+        worker: &Worker,
+        identifier: usize,
+        address: Rc<[usize]>,
+        logging: Option<TimelyLogger>,
+    ) -> (Self::Pusher, Self::Puller) {
+        let (senders, receiver) = worker.allocate::<Message<T, Vec<D>>>(identifier, address);
+        let index = worker.index();
+        let pushers: Vec<_> = senders
+            .into_iter()
+            .enumerate()
+            .map(|(target, pusher)| LogPusher::new(pusher, index, target, identifier, logging.clone()))
+            .collect();
+        let peers = pushers.len();
+        *self.counts.0.borrow_mut() = vec![0; peers];
+        let pusher = GroupedPusher {
+            buffers: (0..peers).map(|_| Vec::new()).collect(),
+            pushers,
+            router: self.grouping.router(peers, index),
+            key: self.key,
+            cost: self.cost,
+            sent: vec![0; peers],
+            counts: self.counts,
+            current: None,
+        };
+        (pusher, LogPuller::new(receiver, index, identifier, logging))
+    }
+}
+
+/// The sending end of a [`Grouped`] pact: routes each record, batching per
+/// destination, and flushes when the stamp changes or the stream ends.
+pub struct GroupedPusher<T, D, P, R, F> {
+    pushers: Vec<P>,
+    buffers: Vec<Vec<D>>,
+    router: R,
+    key: F,
+    cost: Option<CostFn<D>>,
+    sent: Vec<u64>,
+    counts: SendCounts,
+    current: Option<Stamp<T>>,
+}
+
+impl<T: Clone, D, P: Push<Message<T, Vec<D>>>, R, F> GroupedPusher<T, D, P, R, F> {
+    fn flush(&mut self) {
+        if let Some(stamp) = &self.current {
+            for (buffer, pusher) in self.buffers.iter_mut().zip(self.pushers.iter_mut()) {
+                if !buffer.is_empty() {
+                    Message::push_at(buffer, stamp.clone(), pusher);
+                }
+            }
+        }
+    }
+
+    fn publish_counts(&self) {
+        self.counts.0.borrow_mut().copy_from_slice(&self.sent);
+    }
+}
+
+impl<T, D, P, R, F> Push<Message<T, Vec<D>>> for GroupedPusher<T, D, P, R, F>
+where
+    T: Eq + Clone,
+    P: Push<Message<T, Vec<D>>>,
+    R: Router,
+    F: FnMut(&D) -> u64,
+{
+    fn push(&mut self, message: &mut Option<Message<T, Vec<D>>>) {
+        let Some(bundle) = message else {
+            self.flush();
+            self.current = None;
+            for pusher in self.pushers.iter_mut() {
+                pusher.done();
+            }
+            return;
+        };
+        if self.pushers.len() == 1 {
+            // One worker: nothing to choose, so pass the batch through as
+            // timely's Exchange does.
+            self.sent[0] += bundle.data.len() as u64;
+            self.publish_counts();
+            self.pushers[0].push(message);
+            return;
+        }
+        if self.current.as_ref() != Some(&bundle.stamp) {
+            self.flush();
+            self.current = Some(bundle.stamp.clone());
+        }
+        let stamp = self.current.as_ref().expect("set above");
+        let capacity = timely::container::buffer::default_capacity::<D>();
+        for datum in bundle.data.drain(..) {
+            let key = (self.key)(&datum);
+            let cost = self.cost.as_mut().map_or(1, |cost| cost(&datum));
+            let destination = self.router.route(key, cost);
+            self.sent[destination] += 1;
+            let buffer = &mut self.buffers[destination];
+            if buffer.capacity() == 0 {
+                buffer.reserve(capacity);
+            }
+            buffer.push(datum);
+            if buffer.len() >= capacity {
+                Message::push_at(buffer, stamp.clone(), &mut self.pushers[destination]);
+            }
+        }
+        self.publish_counts();
+    }
+}

@@ -1,0 +1,112 @@
+//! Routing policies: how one sending worker picks the destination of each
+//! record. The pacts and the tests (and later the replay simulator) share
+//! these, so each policy has exactly one implementation.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::common::Error;
+
+use super::hashing::{Hashing, HashingRouter};
+use super::potc::{PotcRouter, PowerOfTwoChoices};
+use super::round_robin::{RoundRobin, RoundRobinRouter};
+use super::two_choices::{TwoChoices, TwoChoicesRouter};
+
+/// The routing state one sender keeps.
+pub trait Router {
+    /// The destination of a record whose key fingerprint is `key` and whose
+    /// cost (for load estimation) is `cost`; records the send in the load
+    /// estimate.
+    fn route(&mut self, key: u64, cost: u64) -> usize;
+}
+
+/// A routing policy: builds the router of each sending worker.
+pub trait Grouping {
+    /// The per-sender routing state.
+    type Router: Router + 'static;
+    /// The router of worker `sender` among `peers` workers.
+    fn router(&self, peers: usize, sender: usize) -> Self::Router;
+}
+
+/// The four schemes of the PKG paper's comparison, chosen at run time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scheme {
+    /// Key grouping: the first hash of the key (one worker per key).
+    Key,
+    /// Shuffle grouping: round-robin (every key on every worker).
+    Shuffle,
+    /// Power of two choices with a routing table: the less loaded of the two
+    /// candidates when the key is first seen, then always that worker.
+    Potc,
+    /// Partial key grouping: the less loaded of the two candidates, per record.
+    Pkg,
+}
+
+impl Scheme {
+    /// All schemes, in the order reports list them.
+    pub const ALL: [Scheme; 4] = [Scheme::Key, Scheme::Shuffle, Scheme::Potc, Scheme::Pkg];
+
+    /// The scheme's command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheme::Key => "key",
+            Scheme::Shuffle => "shuffle",
+            Scheme::Potc => "potc",
+            Scheme::Pkg => "pkg",
+        }
+    }
+}
+
+impl fmt::Display for Scheme {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Scheme {
+    type Err = Error;
+    fn from_str(text: &str) -> Result<Self, Error> {
+        Scheme::ALL
+            .into_iter()
+            .find(|scheme| scheme.name() == text)
+            .ok_or_else(|| Error::invalid("--grouping", format!("`{text}`: expected key, shuffle, potc or pkg")))
+    }
+}
+
+/// The router of a [`Scheme`].
+#[derive(Debug, Clone)]
+pub enum SchemeRouter {
+    /// See [`Scheme::Key`].
+    Key(HashingRouter),
+    /// See [`Scheme::Shuffle`].
+    Shuffle(RoundRobinRouter),
+    /// See [`Scheme::Potc`].
+    Potc(PotcRouter),
+    /// See [`Scheme::Pkg`].
+    Pkg(TwoChoicesRouter),
+}
+
+impl Router for SchemeRouter {
+    #[inline]
+    fn route(&mut self, key: u64, cost: u64) -> usize {
+        match self {
+            SchemeRouter::Key(router) => router.route(key, cost),
+            SchemeRouter::Shuffle(router) => router.route(key, cost),
+            SchemeRouter::Potc(router) => router.route(key, cost),
+            SchemeRouter::Pkg(router) => router.route(key, cost),
+        }
+    }
+}
+
+impl Grouping for Scheme {
+    type Router = SchemeRouter;
+    fn router(&self, peers: usize, sender: usize) -> SchemeRouter {
+        match self {
+            Scheme::Key => SchemeRouter::Key(Hashing.router(peers, sender)),
+            Scheme::Shuffle => SchemeRouter::Shuffle(RoundRobin.router(peers, sender)),
+            Scheme::Potc => SchemeRouter::Potc(PowerOfTwoChoices.router(peers, sender)),
+            Scheme::Pkg => SchemeRouter::Pkg(TwoChoices.router(peers, sender)),
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! The pacts in running dataflows: PKG's behaviour for one key (Storm's
+//! behaviour), the candidate bound, and send counts against what arrived.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+
+use equipoise::common::hash::key_hash;
+use equipoise::pkg::candidates::two_choices;
+use equipoise::pkg::{Grouped, PartialKeyGrouping, Scheme};
+use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::operators::vec::Input;
+use timely::dataflow::operators::{Inspect, Probe};
+use timely::dataflow::InputHandle;
+
+/// Runs `records` (sent from every worker, `copies` times) through a pact of
+/// `scheme` at `workers` workers. Returns, per (sender, receiver), the records
+/// of each key, and each sender's send counts.
+#[allow(clippy::type_complexity)]
+fn route(
+    workers: usize,
+    scheme: Scheme,
+    keys: Vec<u64>,
+    copies: usize,
+) -> (HashMap<u64, Vec<(usize, usize)>>, Vec<Vec<u64>>) {
+    let arrivals = Arc::new(Mutex::new(HashMap::<u64, Vec<(usize, usize)>>::new()));
+    let counts = Arc::new(Mutex::new(vec![Vec::new(); workers]));
+    let (arrivals2, counts2) = (Arc::clone(&arrivals), Arc::clone(&counts));
+    timely::execute(timely::Config::process(workers), move |worker| {
+        let index = worker.index();
+        let mut input = InputHandle::new();
+        let pact = Grouped::with_grouping(scheme, |(key, _sender): &(u64, usize)| key_hash(key));
+        let sent = pact.send_counts();
+        let arrivals = Arc::clone(&arrivals2);
+        let probe = worker.dataflow::<u64, _, _>(|scope| {
+            let (probe, _) = scope
+                .input_from(&mut input)
+                .unary(pact, "Receive", move |_, _| {
+                    move |input, output| {
+                        input.for_each_stamp(|cap, data| {
+                            let mut session = output.session(&cap);
+                            for batch in data {
+                                session.give_iterator(batch.drain(..).map(|(key, sender)| (key, sender, index)));
+                            }
+                        });
+                    }
+                })
+                .container::<Vec<(u64, usize, usize)>>()
+                .inspect(move |&(key, sender, receiver)| {
+                    arrivals
+                        .lock()
+                        .unwrap()
+                        .entry(key)
+                        .or_default()
+                        .push((sender, receiver));
+                })
+                .probe();
+            probe
+        });
+        for _ in 0..copies {
+            for &key in &keys {
+                input.send((key, index));
+            }
+        }
+        input.close();
+        while !probe.done() {
+            worker.step();
+        }
+        counts2.lock().unwrap()[index] = sent.get();
+    })
+    .unwrap();
+    let arrivals = Arc::try_unwrap(arrivals).unwrap().into_inner().unwrap();
+    let counts = Arc::try_unwrap(counts).unwrap().into_inner().unwrap();
+    (arrivals, counts)
+}
+
+#[test]
+fn one_key_alternates_between_its_two_candidates_on_every_worker() {
+    for workers in 2..=4 {
+        let key = 42u64;
+        let candidates = two_choices(key_hash(&key), workers);
+        let (arrivals, counts) = route(workers, Scheme::Pkg, vec![key], 10);
+        let arrivals = &arrivals[&key];
+        assert_eq!(arrivals.len(), 10 * workers);
+        // Never a third worker, and the same pair for every sender.
+        let receivers: BTreeSet<usize> = arrivals.iter().map(|&(_, receiver)| receiver).collect();
+        assert_eq!(
+            receivers,
+            candidates.into_iter().collect::<BTreeSet<_>>(),
+            "{workers} workers"
+        );
+        // Equal local loads: each sender alternates, so splits its 10 sends 5/5.
+        for (sender, sent) in counts.iter().enumerate() {
+            assert_eq!(sent[candidates[0]], 5, "sender {sender} of {workers}");
+            assert_eq!(sent[candidates[1]], 5, "sender {sender} of {workers}");
+            assert_eq!(sent.iter().sum::<u64>(), 10);
+        }
+    }
+}
+
+#[test]
+fn send_counts_match_arrivals_and_key_spread_matches_the_scheme() {
+    let keys: Vec<u64> = (0..200).collect();
+    for workers in 1..=4 {
+        for scheme in Scheme::ALL {
+            let (arrivals, counts) = route(workers, scheme, keys.clone(), 3);
+            // Counts per (sender, receiver) pair equal the arrivals.
+            let mut arrived = vec![vec![0u64; workers]; workers];
+            for pairs in arrivals.values() {
+                for &(sender, receiver) in pairs {
+                    arrived[sender][receiver] += 1;
+                }
+            }
+            assert_eq!(arrived, counts, "{scheme} at {workers} workers");
+            for (key, pairs) in &arrivals {
+                assert_eq!(pairs.len(), 3 * workers, "{scheme}: key {key} lost or duplicated");
+                let receivers: BTreeSet<usize> = pairs.iter().map(|&(_, receiver)| receiver).collect();
+                let candidates: BTreeSet<usize> = two_choices(key_hash(key), workers).into_iter().collect();
+                match scheme {
+                    Scheme::Key => assert_eq!(receivers.len(), 1),
+                    // PoTC never splits a key within one sender.
+                    Scheme::Potc => {
+                        assert!(receivers.is_subset(&candidates));
+                        for sender in 0..workers {
+                            let mine: BTreeSet<usize> = pairs.iter().filter(|p| p.0 == sender).map(|p| p.1).collect();
+                            assert_eq!(mine.len(), 1);
+                        }
+                    }
+                    Scheme::Pkg => assert!(receivers.is_subset(&candidates)),
+                    Scheme::Shuffle => {}
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn pkg_pact_is_usable_as_a_plain_timely_pact() {
+    // The pact in a sink, with a cost function: only its type is under test.
+    timely::example(|scope| {
+        let pact = PartialKeyGrouping::new(|x: &u64| key_hash(x)).with_cost(|x: &u64| x % 3 + 1);
+        use timely::dataflow::operators::ToStream;
+        (0..100u64).to_stream(scope).sink(pact, "Sink", |(input, _frontier)| {
+            input.for_each(|_, data| data.clear());
+        });
+    });
+}
