@@ -1,10 +1,10 @@
 //! Latency summaries (p50, p99, max) from an hdrhistogram.
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Percentiles of a latency distribution, in milliseconds.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
 pub struct LatencySummary {
     /// Median.
     pub p50: f64,

@@ -14,6 +14,7 @@ pub mod round_robin;
 pub mod router;
 pub mod top_k;
 pub mod two_choices;
+pub mod wordcount;
 
 pub use aggregate::{Aggregate, MergePartials, PkgCount};
 pub use differential::PkgCountCollection;

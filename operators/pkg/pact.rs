@@ -176,7 +176,7 @@ impl<T: Clone, D, P: Push<Message<T, Vec<D>>>, R, F> GroupedPusher<T, D, P, R, F
         if let Some(stamp) = &self.current {
             for (buffer, pusher) in self.buffers.iter_mut().zip(self.pushers.iter_mut()) {
                 if !buffer.is_empty() {
-                    Message::push_at(buffer, stamp.clone(), pusher);
+                    send(buffer, stamp, pusher);
                 }
             }
         }
@@ -185,6 +185,13 @@ impl<T: Clone, D, P: Push<Message<T, Vec<D>>>, R, F> GroupedPusher<T, D, P, R, F
     fn publish_counts(&self) {
         self.counts.0.borrow_mut().copy_from_slice(&self.sent);
     }
+}
+
+/// Sends `buffer` at `stamp`. A pusher may hand back a used container for
+/// reuse (serializing ones do) with its old records still in it: clear it.
+fn send<T: Clone, D, P: Push<Message<T, Vec<D>>>>(buffer: &mut Vec<D>, stamp: &Stamp<T>, pusher: &mut P) {
+    Message::push_at(buffer, stamp.clone(), pusher);
+    buffer.clear();
 }
 
 impl<T, D, P, R, F> Push<Message<T, Vec<D>>> for GroupedPusher<T, D, P, R, F>
@@ -228,7 +235,7 @@ where
             }
             buffer.push(datum);
             if buffer.len() >= capacity {
-                Message::push_at(buffer, stamp.clone(), &mut self.pushers[destination]);
+                send(buffer, stamp, &mut self.pushers[destination]);
             }
         }
         self.publish_counts();

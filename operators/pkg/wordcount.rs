@@ -1,0 +1,337 @@
+//! The skewed word count, end to end: the job behind `examples/wordcount.rs`,
+//! the tour and the benchmarks.
+//!
+//! Keys flow from an input (synthetic or a file) through a grouping pact into
+//! the partial-count stage, where each record costs `work` of real CPU time,
+//! then through the keyed merge into running counts and a streaming top-k.
+//! Every worker's figures are gathered at worker 0 into a [`WordcountReport`].
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use timely::dataflow::operators::vec::{Input, Map};
+use timely::dataflow::operators::{Inspect, Probe};
+use timely::dataflow::{InputHandle, ProbeHandle};
+
+use crate::common::cluster::ClusterArgs;
+use crate::common::gather::gather_at_first_worker;
+use crate::common::hash::{fnv1a64, key_hash, splitmix64};
+use crate::common::keys::{key_name, KeySampler};
+use crate::common::latency::LatencySummary;
+use crate::common::lines::KeyLines;
+use crate::common::spin::spin_for;
+use crate::common::Error;
+
+use super::aggregate::{Aggregate, MergePartials};
+use super::pact::Grouped;
+use super::router::Scheme;
+use super::top_k::TopK;
+
+/// Where the keys come from. Record `i` is the same whatever the number of
+/// workers; worker `w` of `W` feeds the records with `i % W == w`.
+#[derive(Debug, Clone)]
+pub enum KeySource {
+    /// `records` keys drawn from a seeded sampler.
+    Synthetic {
+        /// The key distribution and seed.
+        sampler: Arc<KeySampler>,
+        /// How many records.
+        records: u64,
+    },
+    /// The keys of a file, in file order.
+    Lines(Arc<KeyLines>),
+}
+
+impl KeySource {
+    /// Number of records.
+    pub fn len(&self) -> u64 {
+        match self {
+            KeySource::Synthetic { records, .. } => *records,
+            KeySource::Lines(lines) => lines.keys.len() as u64,
+        }
+    }
+
+    /// Whether there are no records.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The key of record `index`.
+    pub fn key(&self, index: u64) -> String {
+        match self {
+            KeySource::Synthetic { sampler, .. } => key_name(sampler.rank(index)),
+            KeySource::Lines(lines) => lines.keys[index as usize].clone(),
+        }
+    }
+}
+
+/// Settings of one word-count run.
+#[derive(Debug, Clone)]
+pub struct WordcountConfig {
+    /// The routing scheme of the partial-count stage.
+    pub grouping: Scheme,
+    /// The keys.
+    pub source: KeySource,
+    /// Records per epoch (over all workers).
+    pub batch: u64,
+    /// Busy work per record in the partial-count stage.
+    pub work: Duration,
+    /// Length of the top-k list.
+    pub top: usize,
+    /// Epochs a worker may have open before it waits for the oldest.
+    pub max_in_flight: u64,
+    /// Print a progress line to stderr about once a second.
+    pub progress: bool,
+}
+
+/// The report of a run: the contract of `wordcount --report`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WordcountReport {
+    /// Routing scheme.
+    pub grouping: Scheme,
+    /// Workers in all processes.
+    pub workers: usize,
+    /// Processes.
+    pub processes: usize,
+    /// Records counted.
+    pub records: u64,
+    /// Keys with a final count.
+    pub distinct_keys: u64,
+    /// Records each worker's partial-count stage received, by worker index.
+    pub per_worker_records: Vec<u64>,
+    /// Seconds each worker spent folding records (including `--work-us`).
+    pub per_worker_busy_s: Vec<f64>,
+    /// max − mean of `per_worker_records`.
+    pub imbalance: f64,
+    /// `imbalance` ÷ `records`.
+    pub imbalance_fraction: f64,
+    /// max ÷ mean of `per_worker_records` (1 is perfect balance).
+    pub max_over_mean: f64,
+    /// Most workers any key reached.
+    pub max_key_replication: usize,
+    /// Distinct (key, worker) pairs over the run: the per-key partial states a
+    /// running aggregation would keep (memory).
+    pub partial_states: u64,
+    /// Wall-clock seconds from the first record to the last result.
+    pub elapsed_s: f64,
+    /// `records` ÷ `elapsed_s`.
+    pub records_per_s: f64,
+    /// Epoch completion latency (from an epoch's first record to its last
+    /// result), over the epochs of every worker.
+    pub latency_ms: LatencySummary,
+    /// The final top-k, largest count first.
+    pub top: Vec<(String, u64)>,
+    /// Wrapping sum over final (key, count) pairs of
+    /// splitmix64(fnv1a64(key) XOR splitmix64(count)): the same for every
+    /// grouping, worker count and process count.
+    pub counts_digest: u64,
+    /// Empty input lines skipped.
+    pub empty_lines: usize,
+    /// Malformed input lines skipped under `--on-error skip`.
+    pub skipped_lines: usize,
+}
+
+/// One term of [`WordcountReport::counts_digest`].
+pub fn count_digest(key: &str, count: u64) -> u64 {
+    splitmix64(fnv1a64(key.as_bytes()) ^ splitmix64(count))
+}
+
+/// What each worker contributes to the report.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct WorkerFigures {
+    received: u64,
+    busy_ns: u64,
+    partial_keys: Vec<u64>,
+    final_keys: u64,
+    digest: u64,
+    latencies_us: Vec<u64>,
+    top: Vec<(String, u64)>,
+    elapsed_s: f64,
+}
+
+/// Runs the word count on the cluster `cluster` describes. Returns the report
+/// in the process that hosts worker 0, `None` in the others.
+pub fn run_wordcount(config: WordcountConfig, cluster: &ClusterArgs) -> Result<Option<WordcountReport>, Error> {
+    if config.batch == 0 {
+        return Err(Error::invalid("--batch", "must be at least 1"));
+    }
+    let timely_config = cluster.config()?;
+    let processes = cluster.processes;
+    let result = Arc::new(Mutex::new(None));
+    let result_slot = Arc::clone(&result);
+    let guards = timely::execute(timely_config, move |worker| {
+        let figures = run_worker(worker, &config);
+        let gathered = gather_at_first_worker(worker, figures);
+        if worker.index() == 0 {
+            *result_slot.lock().expect("report slot") = Some(assemble(&config, processes, gathered));
+        }
+    })
+    .map_err(Error::Runtime)?;
+    for outcome in guards.join() {
+        outcome.map_err(Error::Runtime)?;
+    }
+    let report = result.lock().expect("report slot").take();
+    Ok(report)
+}
+
+fn run_worker(worker: &mut timely::worker::Worker, config: &WordcountConfig) -> WorkerFigures {
+    let (index, peers) = (worker.index(), worker.peers());
+    let received = Rc::new(Cell::new(0u64));
+    let busy_ns = Rc::new(Cell::new(0u64));
+    let partial_keys = Rc::new(RefCell::new(HashSet::new()));
+    let finals = Rc::new(RefCell::new(HashMap::<String, u64>::new()));
+    let top = Rc::new(RefCell::new(Vec::new()));
+    let mut input = InputHandle::new();
+    let probe = ProbeHandle::new();
+    let work = config.work;
+    worker.dataflow::<u64, _, _>(|scope| {
+        let pact = Grouped::with_grouping(config.grouping, |(key, ()): &(String, ())| key_hash(key));
+        let (received, busy_ns) = (Rc::clone(&received), Rc::clone(&busy_ns));
+        let partial_keys = Rc::clone(&partial_keys);
+        let counts = scope
+            .input_from(&mut input)
+            .map(|key| (key, ()))
+            .pkg_partials(pact, move |count: &mut u64, ()| {
+                let start = Instant::now();
+                spin_for(work);
+                *count += 1;
+                received.set(received.get() + 1);
+                busy_ns.set(busy_ns.get() + start.elapsed().as_nanos() as u64);
+            })
+            .inspect(move |(key, _)| {
+                partial_keys.borrow_mut().insert(key_hash(key));
+            })
+            .pkg_merge_running(|count, other| *count += other);
+        let finals = Rc::clone(&finals);
+        let top_sink = Rc::clone(&top);
+        counts
+            .clone()
+            .inspect(move |(key, count)| {
+                finals.borrow_mut().insert(key.clone(), *count);
+            })
+            .probe_with(&probe);
+        counts
+            .top_k(config.top)
+            .inspect(move |list| *top_sink.borrow_mut() = list.clone())
+            .probe_with(&probe);
+    });
+
+    let records = config.source.len();
+    let epochs = records.div_ceil(config.batch);
+    let mut open: VecDeque<(u64, Instant)> = VecDeque::new();
+    let mut latencies_us = Vec::with_capacity(epochs as usize);
+    let start = Instant::now();
+    let mut last_progress = start;
+    let retire = |open: &mut VecDeque<(u64, Instant)>, latencies_us: &mut Vec<u64>| {
+        while let Some(&(epoch, began)) = open.front() {
+            if probe.less_equal(&epoch) {
+                break;
+            }
+            latencies_us.push(began.elapsed().as_micros() as u64);
+            open.pop_front();
+        }
+    };
+    for epoch in 0..epochs {
+        let began = Instant::now();
+        let end = records.min((epoch + 1) * config.batch);
+        let first = epoch * config.batch;
+        // The first record of this epoch that is this worker's share.
+        let mut next = first + (index as u64 + peers as u64 - first % peers as u64) % peers as u64;
+        while next < end {
+            input.send(config.source.key(next));
+            next += peers as u64;
+        }
+        input.advance_to(epoch + 1);
+        open.push_back((epoch, began));
+        while open.len() as u64 >= config.max_in_flight.max(1) {
+            worker.step();
+            retire(&mut open, &mut latencies_us);
+        }
+        retire(&mut open, &mut latencies_us);
+        if config.progress && index == 0 && last_progress.elapsed() >= Duration::from_secs(1) {
+            last_progress = Instant::now();
+            let done = (epoch + 1).min(epochs) * config.batch;
+            eprintln!(
+                "[wordcount] {} of {} records, {:.0} records/s, {} epochs open",
+                done.min(records),
+                records,
+                done.min(records) as f64 / start.elapsed().as_secs_f64(),
+                open.len()
+            );
+        }
+    }
+    drop(input);
+    while !probe.done() {
+        worker.step();
+        retire(&mut open, &mut latencies_us);
+    }
+    retire(&mut open, &mut latencies_us);
+    let elapsed_s = start.elapsed().as_secs_f64();
+
+    let finals = finals.take();
+    WorkerFigures {
+        received: received.get(),
+        busy_ns: busy_ns.get(),
+        partial_keys: partial_keys.take().into_iter().collect(),
+        final_keys: finals.len() as u64,
+        digest: finals
+            .iter()
+            .fold(0u64, |sum, (key, &count)| sum.wrapping_add(count_digest(key, count))),
+        latencies_us,
+        top: top.take(),
+        elapsed_s,
+    }
+}
+
+fn assemble(config: &WordcountConfig, processes: usize, figures: Vec<WorkerFigures>) -> WordcountReport {
+    let workers = figures.len();
+    let records = config.source.len();
+    let per_worker_records: Vec<u64> = figures.iter().map(|f| f.received).collect();
+    let max = per_worker_records.iter().copied().max().unwrap_or(0) as f64;
+    let mean = records as f64 / workers as f64;
+    let mut replication: HashMap<u64, usize> = HashMap::new();
+    for f in &figures {
+        for &key in &f.partial_keys {
+            *replication.entry(key).or_default() += 1;
+        }
+    }
+    let latencies: Vec<u64> = figures.iter().flat_map(|f| f.latencies_us.iter().copied()).collect();
+    let elapsed_s = figures.iter().map(|f| f.elapsed_s).fold(0.0, f64::max);
+    let (empty_lines, skipped_lines) = match &config.source {
+        KeySource::Lines(lines) => (lines.empty_lines, lines.skipped_lines),
+        KeySource::Synthetic { .. } => (0, 0),
+    };
+    WordcountReport {
+        grouping: config.grouping,
+        workers,
+        processes,
+        records,
+        distinct_keys: figures.iter().map(|f| f.final_keys).sum(),
+        per_worker_busy_s: figures.iter().map(|f| f.busy_ns as f64 / 1e9).collect(),
+        imbalance: max - mean,
+        imbalance_fraction: if records == 0 {
+            0.0
+        } else {
+            (max - mean) / records as f64
+        },
+        max_over_mean: if records == 0 { 1.0 } else { max / mean },
+        per_worker_records,
+        max_key_replication: replication.values().copied().max().unwrap_or(0),
+        partial_states: replication.values().map(|&n| n as u64).sum(),
+        elapsed_s,
+        records_per_s: if elapsed_s > 0.0 {
+            records as f64 / elapsed_s
+        } else {
+            0.0
+        },
+        latency_ms: LatencySummary::from_micros(&latencies),
+        top: figures[0].top.clone(),
+        counts_digest: figures.iter().fold(0u64, |sum, f| sum.wrapping_add(f.digest)),
+        empty_lines,
+        skipped_lines,
+    }
+}

@@ -1,0 +1,236 @@
+//! The word-count job and its example: the digest and top-k against a
+//! HashMap count, for every grouping at 1-4 workers, as 2 processes × 2
+//! workers with a hostfile on 127.0.0.1, and the handling of bad input.
+
+use std::collections::HashMap;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use equipoise::common::cluster::ClusterArgs;
+use equipoise::common::keys::{KeySampler, KeySpec};
+use equipoise::pkg::ranking::top_of;
+use equipoise::pkg::wordcount::{count_digest, run_wordcount, KeySource, WordcountConfig};
+use equipoise::pkg::Scheme;
+use serde_json::Value;
+
+fn synthetic(records: u64) -> KeySource {
+    let spec: KeySpec = "zipf:1.3:2000".parse().unwrap();
+    KeySource::Synthetic {
+        sampler: Arc::new(KeySampler::new(&spec, 5)),
+        records,
+    }
+}
+
+fn config(grouping: Scheme, source: KeySource) -> WordcountConfig {
+    WordcountConfig {
+        grouping,
+        source,
+        batch: 1000,
+        work: Duration::ZERO,
+        top: 5,
+        max_in_flight: 2,
+        progress: false,
+    }
+}
+
+/// Digest and top-5 of a plain HashMap count of the source's keys.
+fn reference(source: &KeySource) -> (u64, Vec<(String, u64)>, usize) {
+    let mut counts: HashMap<String, u64> = HashMap::new();
+    for index in 0..source.len() {
+        *counts.entry(source.key(index)).or_default() += 1;
+    }
+    let digest = counts
+        .iter()
+        .fold(0u64, |sum, (key, &count)| sum.wrapping_add(count_digest(key, count)));
+    let distinct = counts.len();
+    (digest, top_of(counts.into_iter().collect(), 5), distinct)
+}
+
+#[test]
+fn every_grouping_at_every_worker_count_counts_exactly() {
+    let source = synthetic(30_000);
+    let (digest, top, distinct) = reference(&source);
+    for workers in 1..=4 {
+        for grouping in Scheme::ALL {
+            let report = run_wordcount(config(grouping, source.clone()), &ClusterArgs::threads(workers))
+                .unwrap()
+                .expect("worker 0 is in this process");
+            let context = format!("{grouping} at {workers} workers");
+            assert_eq!(report.counts_digest, digest, "{context}");
+            assert_eq!(report.top, top, "{context}");
+            assert_eq!(report.distinct_keys as usize, distinct, "{context}");
+            assert_eq!(report.per_worker_records.len(), workers, "{context}");
+            assert_eq!(report.per_worker_records.iter().sum::<u64>(), 30_000, "{context}");
+            let most = match grouping {
+                Scheme::Key => 1,
+                Scheme::Shuffle => workers,
+                Scheme::Potc | Scheme::Pkg => 2.min(workers),
+            };
+            assert!(
+                report.max_key_replication <= most,
+                "{context}: {}",
+                report.max_key_replication
+            );
+        }
+    }
+}
+
+#[test]
+fn pkg_balances_where_key_grouping_does_not() {
+    // Zipf 1.3 over 2000 keys: the hottest key carries ~27% of the stream.
+    let source = synthetic(60_000);
+    let at = |grouping| {
+        run_wordcount(config(grouping, source.clone()), &ClusterArgs::threads(3))
+            .unwrap()
+            .unwrap()
+    };
+    let (key, pkg) = (at(Scheme::Key), at(Scheme::Pkg));
+    assert!(key.max_over_mean > 1.3, "key grouping {}", key.max_over_mean);
+    assert!(pkg.max_over_mean < 1.05, "pkg {}", pkg.max_over_mean);
+}
+
+// ---- the example binary ----
+
+fn example() -> PathBuf {
+    // target/<profile>/deps/<this test> -> target/<profile>/examples/wordcount
+    let mut path = std::env::current_exe().unwrap();
+    path.pop();
+    path.pop();
+    path.push("examples");
+    path.push("wordcount");
+    assert!(path.exists(), "build the examples first: {}", path.display());
+    path
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("equipoise-wordcount-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn run_example(args: &[&str]) -> Output {
+    Command::new(example()).args(args).arg("--quiet").output().unwrap()
+}
+
+fn report(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[test]
+fn two_processes_with_a_hostfile_match_one_worker() {
+    let common = [
+        "--keys",
+        "zipf:1.2:5000",
+        "--records",
+        "50000",
+        "--batch",
+        "2000",
+        "--grouping",
+        "pkg",
+    ];
+    let single = scratch("single.json");
+    let out = run_example(&[&common[..], &["--report", single.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let hostfile = scratch("hosts.txt");
+    std::fs::write(
+        &hostfile,
+        format!("127.0.0.1:{}\n127.0.0.1:{}\n", free_port(), free_port()),
+    )
+    .unwrap();
+    let cluster = scratch("cluster.json");
+    let spawn = |process: &str| {
+        let mut args: Vec<&str> = common.to_vec();
+        args.extend([
+            "-w",
+            "2",
+            "-n",
+            "2",
+            "-p",
+            process,
+            "--hostfile",
+            hostfile.to_str().unwrap(),
+            "--quiet",
+        ]);
+        args.extend(["--report", cluster.to_str().unwrap()]);
+        Command::new(example())
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let second = spawn("1");
+    let first = spawn("0");
+    for child in [first, second] {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let (single, cluster) = (report(&single), report(&cluster));
+    assert_eq!(cluster["workers"], 4);
+    assert_eq!(cluster["processes"], 2);
+    assert_eq!(cluster["counts_digest"], single["counts_digest"]);
+    assert_eq!(cluster["top"], single["top"]);
+    assert_eq!(cluster["records"], 50000);
+    assert!(cluster["max_key_replication"].as_u64().unwrap() <= 2);
+}
+
+#[test]
+fn input_file_with_empty_and_malformed_lines() {
+    let file = scratch("words.txt");
+    std::fs::write(&file, b"apple\npear\n\napple\n\xff\xfeoops\nfig\napple\n").unwrap();
+    let path = file.to_str().unwrap();
+
+    let out = run_example(&["--input", path]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("{path}:5: not UTF-8")), "{stderr}");
+
+    let skip = scratch("skip.json");
+    let out = run_example(&[
+        "--input",
+        path,
+        "--on-error",
+        "skip",
+        "-w",
+        "3",
+        "--report",
+        skip.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let skip = report(&skip);
+    assert_eq!(skip["records"], 5);
+    assert_eq!(skip["empty_lines"], 1);
+    assert_eq!(skip["skipped_lines"], 1);
+    assert_eq!(skip["top"][0], serde_json::json!(["apple", 3]));
+    let expected = [("apple", 3), ("pear", 1), ("fig", 1)]
+        .iter()
+        .fold(0u64, |sum, &(key, count)| sum.wrapping_add(count_digest(key, count)));
+    assert_eq!(skip["counts_digest"].as_u64().unwrap(), expected);
+}
+
+#[test]
+fn bad_options_are_clear_errors() {
+    let out = run_example(&["--input", "/nonexistent/words.txt"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/words.txt: No such file"));
+
+    let out = run_example(&["--keys", "pareto:1:10"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("expected zipf:<exponent>:<distinct>"));
+
+    let out = run_example(&["--grouping", "random"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("random"));
+
+    let out = run_example(&["-n", "2", "-p", "2"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--process"));
+}
