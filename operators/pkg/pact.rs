@@ -174,22 +174,38 @@ pub struct GroupedPusher<T, D, P, R, F> {
 impl<T: Clone, D, P: Push<Message<T, Vec<D>>>, R, F> GroupedPusher<T, D, P, R, F> {
     fn flush(&mut self) {
         if let Some(stamp) = &self.current {
-            for (buffer, pusher) in self.buffers.iter_mut().zip(self.pushers.iter_mut()) {
-                if !buffer.is_empty() {
-                    send(buffer, stamp, pusher);
+            for destination in 0..self.buffers.len() {
+                if !self.buffers[destination].is_empty() {
+                    send(
+                        &mut self.buffers[destination],
+                        &mut self.sent[destination],
+                        stamp,
+                        &mut self.pushers[destination],
+                    );
                 }
             }
         }
     }
 
+    /// Shares the counts, including records routed but still buffered.
     fn publish_counts(&self) {
-        self.counts.0.borrow_mut().copy_from_slice(&self.sent);
+        let mut counts = self.counts.0.borrow_mut();
+        for ((count, sent), buffer) in counts.iter_mut().zip(&self.sent).zip(&self.buffers) {
+            *count = sent + buffer.len() as u64;
+        }
     }
 }
 
-/// Sends `buffer` at `stamp`. A pusher may hand back a used container for
-/// reuse (serializing ones do) with its old records still in it: clear it.
-fn send<T: Clone, D, P: Push<Message<T, Vec<D>>>>(buffer: &mut Vec<D>, stamp: &Stamp<T>, pusher: &mut P) {
+/// Sends `buffer` at `stamp` and counts its records in `sent`. A pusher may
+/// hand back a used container for reuse (serializing ones do) with its old
+/// records still in it: clear it.
+fn send<T: Clone, D, P: Push<Message<T, Vec<D>>>>(
+    buffer: &mut Vec<D>,
+    sent: &mut u64,
+    stamp: &Stamp<T>,
+    pusher: &mut P,
+) {
+    *sent += buffer.len() as u64;
     Message::push_at(buffer, stamp.clone(), pusher);
     buffer.clear();
 }
@@ -228,14 +244,18 @@ where
             let key = (self.key)(&datum);
             let cost = self.cost.as_mut().map_or(1, |cost| cost(&datum));
             let destination = self.router.route(key, cost);
-            self.sent[destination] += 1;
             let buffer = &mut self.buffers[destination];
             if buffer.capacity() == 0 {
                 buffer.reserve(capacity);
             }
             buffer.push(datum);
             if buffer.len() >= capacity {
-                send(buffer, stamp, &mut self.pushers[destination]);
+                send(
+                    buffer,
+                    &mut self.sent[destination],
+                    stamp,
+                    &mut self.pushers[destination],
+                );
             }
         }
         self.publish_counts();

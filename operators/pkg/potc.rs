@@ -45,7 +45,7 @@ impl Router for PotcRouter {
         let destination = *self
             .table
             .entry(key)
-            .or_insert_with(|| less_loaded(two_choices(key, loads.len()), loads));
+            .or_insert_with(|| less_loaded(two_choices(key, loads.len()), loads).0);
         self.loads[destination] += cost;
         destination
     }

@@ -1,6 +1,8 @@
 //! Partial key grouping: each record to the less loaded of its key's two
 //! candidates, by the sender's own estimate of the loads.
 
+use std::hint::select_unpredictable;
+
 use super::candidates::two_choices;
 use super::router::{Grouping, Router};
 
@@ -21,15 +23,19 @@ impl TwoChoicesRouter {
     }
 }
 
-/// The less loaded of `candidates` by `loads`; ties go to the first.
+/// The less loaded of `candidates` by `loads`, with its load; ties go to the
+/// first candidate.
 #[inline]
-pub fn less_loaded(candidates: [usize; 2], loads: &[u64]) -> usize {
+pub fn less_loaded(candidates: [usize; 2], loads: &[u64]) -> (usize, u64) {
     let [first, second] = candidates;
-    if loads[second] < loads[first] {
-        second
-    } else {
-        first
-    }
+    let (first_load, second_load) = (loads[first], loads[second]);
+    // Selects rather than branches: which candidate is lighter is close to a
+    // coin flip, which branch predictors cannot learn.
+    let take_second = second_load < first_load;
+    (
+        select_unpredictable(take_second, second, first),
+        select_unpredictable(take_second, second_load, first_load),
+    )
 }
 
 impl Grouping for TwoChoices {
@@ -42,8 +48,17 @@ impl Grouping for TwoChoices {
 impl Router for TwoChoicesRouter {
     #[inline]
     fn route(&mut self, key: u64, cost: u64) -> usize {
-        let destination = less_loaded(two_choices(key, self.loads.len()), &self.loads);
-        self.loads[destination] += cost;
-        destination
+        let [first, second] = two_choices(key, self.loads.len());
+        let (first_load, second_load) = (self.loads[first], self.loads[second]);
+        let take_second = second_load < first_load;
+        // Both candidates are written, the cost added to the chosen one only:
+        // the store addresses then come from the hashes, known early, and the
+        // next record's loads need not wait for this comparison to learn
+        // whether they alias. (Routing is a chain of dependent load updates;
+        // this shortens each link.) The first is written last so that the
+        // increment survives when both candidates are one worker.
+        self.loads[second] = second_load + cost * u64::from(take_second);
+        self.loads[first] = first_load + cost * u64::from(!take_second);
+        select_unpredictable(take_second, second, first)
     }
 }

@@ -335,3 +335,28 @@ fn assemble(config: &WordcountConfig, processes: usize, figures: Vec<WorkerFigur
         skipped_lines,
     }
 }
+
+/// A Markdown table comparing runs side by side, one row per report.
+pub fn comparison_table(reports: &[WordcountReport]) -> String {
+    let mut table = String::from(
+        "| grouping | workers | records/s | p50 ms | p99 ms | per-worker records | max/mean | busy s per worker | partial states | max replication |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for report in reports {
+        let busy: Vec<String> = report.per_worker_busy_s.iter().map(|s| format!("{s:.2}")).collect();
+        table.push_str(&format!(
+            "| {} | {} | {:.0} | {:.1} | {:.1} | {:?} | {:.3} | {} | {} | {} |\n",
+            report.grouping,
+            report.workers,
+            report.records_per_s,
+            report.latency_ms.p50,
+            report.latency_ms.p99,
+            report.per_worker_records,
+            report.max_over_mean,
+            busy.join(" "),
+            report.partial_states,
+            report.max_key_replication,
+        ));
+    }
+    table
+}

@@ -1,0 +1,91 @@
+//! Skewed word count: key grouping vs shuffle vs PoTC vs PKG, side by side.
+//!
+//! `cargo bench --bench wordcount_skew -- [--keys zipf:1.2:100000] [--records N] [--work-us X] [--rounds R]`
+//!
+//! Every round runs each (workers, grouping) pair once, in rotating order, so
+//! machine noise hits all alike. The table shows, per pair, the run with the
+//! median records/s; the counts digest is checked to be equal across all runs.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use equipoise::common::cluster::ClusterArgs;
+use equipoise::common::keys::{KeySampler, KeySpec};
+use equipoise::pkg::wordcount::{comparison_table, run_wordcount, KeySource, WordcountConfig, WordcountReport};
+use equipoise::pkg::Scheme;
+
+#[derive(Parser, Debug)]
+struct Args {
+    #[arg(long, default_value = "zipf:1.2:100000")]
+    keys: KeySpec,
+    #[arg(long, default_value_t = 1_000_000)]
+    records: u64,
+    #[arg(long, default_value_t = 10_000)]
+    batch: u64,
+    #[arg(long, default_value_t = 5.0)]
+    work_us: f64,
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    #[arg(long, value_delimiter = ',', default_value = "2,4")]
+    workers: Vec<usize>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// cargo bench passes --bench; accepted and ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+fn main() {
+    let args = Args::parse();
+    let sampler = Arc::new(KeySampler::new(&args.keys, args.seed));
+    let groupings = [Scheme::Key, Scheme::Shuffle, Scheme::Potc, Scheme::Pkg];
+    let configs: Vec<(usize, Scheme)> = args
+        .workers
+        .iter()
+        .flat_map(|&w| groupings.iter().map(move |&g| (w, g)))
+        .collect();
+    let mut runs: Vec<Vec<WordcountReport>> = vec![Vec::new(); configs.len()];
+    for round in 0..args.rounds {
+        for offset in 0..configs.len() {
+            let index = (offset + round) % configs.len();
+            let (workers, grouping) = configs[index];
+            let config = WordcountConfig {
+                grouping,
+                source: KeySource::Synthetic {
+                    sampler: Arc::clone(&sampler),
+                    records: args.records,
+                },
+                batch: args.batch,
+                work: Duration::from_secs_f64(args.work_us / 1e6),
+                top: 10,
+                max_in_flight: 2,
+                progress: false,
+            };
+            let report = run_wordcount(config, &ClusterArgs::threads(workers)).unwrap().unwrap();
+            runs[index].push(report);
+        }
+    }
+    let digest = runs[0][0].counts_digest;
+    assert!(
+        runs.iter().flatten().all(|report| report.counts_digest == digest),
+        "every run must count the same"
+    );
+    let medians: Vec<WordcountReport> = runs
+        .into_iter()
+        .map(|mut reports| {
+            reports.sort_by(|a, b| a.records_per_s.total_cmp(&b.records_per_s));
+            reports.swap_remove(reports.len() / 2)
+        })
+        .collect();
+    println!(
+        "skewed word count: --keys {} --records {} --batch {} --work-us {}, {} rounds (median run shown), p1 = {:.3}",
+        args.keys,
+        args.records,
+        args.batch,
+        args.work_us,
+        args.rounds,
+        sampler.probability(0)
+    );
+    print!("{}", comparison_table(&medians));
+}
