@@ -29,7 +29,7 @@ pub fn gather_at_first_worker<D: ExchangeData + Clone>(worker: &mut Worker, item
     input.send((worker.index(), item));
     input.close();
     while !probe.done() {
-        worker.step();
+        worker.step_or_park(None);
     }
     let mut items = collected.take();
     items.sort_by_key(|(index, _)| *index);

@@ -23,7 +23,7 @@ use crate::common::hash::{fnv1a64, key_hash, splitmix64};
 use crate::common::keys::{key_name, KeySampler};
 use crate::common::latency::LatencySummary;
 use crate::common::lines::KeyLines;
-use crate::common::spin::spin_for;
+use crate::common::spin::BusyWork;
 use crate::common::Error;
 
 use super::aggregate::{Aggregate, MergePartials};
@@ -78,7 +78,8 @@ pub struct WordcountConfig {
     pub source: KeySource,
     /// Records per epoch (over all workers).
     pub batch: u64,
-    /// Busy work per record in the partial-count stage.
+    /// Busy work per record in the partial-count stage: computation worth
+    /// this long on an idle core.
     pub work: Duration,
     /// Length of the top-k list.
     pub top: usize,
@@ -103,7 +104,9 @@ pub struct WordcountReport {
     pub distinct_keys: u64,
     /// Records each worker's partial-count stage received, by worker index.
     pub per_worker_records: Vec<u64>,
-    /// Seconds each worker spent folding records (including `--work-us`).
+    /// Wall-clock seconds each worker spent folding records (including
+    /// `--work-us`; time preempted counts, so on an oversubscribed machine it
+    /// exceeds the CPU time).
     pub per_worker_busy_s: Vec<f64>,
     /// max − mean of `per_worker_records`.
     pub imbalance: f64,
@@ -187,7 +190,7 @@ fn run_worker(worker: &mut timely::worker::Worker, config: &WordcountConfig) -> 
     let top = Rc::new(RefCell::new(Vec::new()));
     let mut input = InputHandle::new();
     let probe = ProbeHandle::new();
-    let work = config.work;
+    let work = BusyWork::new(config.work);
     worker.dataflow::<u64, _, _>(|scope| {
         let pact = Grouped::with_grouping(config.grouping, |(key, ()): &(String, ())| key_hash(key));
         let (received, busy_ns) = (Rc::clone(&received), Rc::clone(&busy_ns));
@@ -197,7 +200,7 @@ fn run_worker(worker: &mut timely::worker::Worker, config: &WordcountConfig) -> 
             .map(|key| (key, ()))
             .pkg_partials(pact, move |count: &mut u64, ()| {
                 let start = Instant::now();
-                spin_for(work);
+                work.run();
                 *count += 1;
                 received.set(received.get() + 1);
                 busy_ns.set(busy_ns.get() + start.elapsed().as_nanos() as u64);
@@ -248,7 +251,9 @@ fn run_worker(worker: &mut timely::worker::Worker, config: &WordcountConfig) -> 
         input.advance_to(epoch + 1);
         open.push_back((epoch, began));
         while open.len() as u64 >= config.max_in_flight.max(1) {
-            worker.step();
+            // Park when idle rather than spin, so that on a machine with
+            // fewer cores than workers the idle ones leave the CPU to the busy.
+            worker.step_or_park(None);
             retire(&mut open, &mut latencies_us);
         }
         retire(&mut open, &mut latencies_us);
@@ -266,7 +271,7 @@ fn run_worker(worker: &mut timely::worker::Worker, config: &WordcountConfig) -> 
     }
     drop(input);
     while !probe.done() {
-        worker.step();
+        worker.step_or_park(None);
         retire(&mut open, &mut latencies_us);
     }
     retire(&mut open, &mut latencies_us);
