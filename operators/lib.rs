@@ -30,3 +30,8 @@
 
 pub mod common;
 pub mod pkg;
+
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -27,7 +27,9 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
 }
 
 /// A `Hasher` that is FNV-1a over the written bytes, finished with splitmix64
-/// so that short keys still spread over all 64 bits.
+/// so that short keys still spread over all 64 bits. Integers are mixed in a
+/// whole word at a time (one multiply rather than one per byte): fixed-size
+/// keys hash several times faster, and the finalizer still mixes every bit.
 #[derive(Debug, Clone, Copy)]
 pub struct StableHasher(u64);
 
@@ -44,6 +46,26 @@ impl Hasher for StableHasher {
             self.0 ^= u64::from(byte);
             self.0 = self.0.wrapping_mul(FNV_PRIME);
         }
+    }
+    #[inline]
+    fn write_u64(&mut self, value: u64) {
+        self.0 = (self.0 ^ value).wrapping_mul(FNV_PRIME);
+    }
+    #[inline]
+    fn write_u8(&mut self, value: u8) {
+        self.write_u64(u64::from(value));
+    }
+    #[inline]
+    fn write_u16(&mut self, value: u16) {
+        self.write_u64(u64::from(value));
+    }
+    #[inline]
+    fn write_u32(&mut self, value: u32) {
+        self.write_u64(u64::from(value));
+    }
+    #[inline]
+    fn write_usize(&mut self, value: usize) {
+        self.write_u64(value as u64);
     }
     #[inline]
     fn finish(&self) -> u64 {
@@ -76,6 +98,17 @@ mod tests {
         assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn integer_keys_spread_over_all_bits() {
+        // Consecutive small integers land evenly on 8 buckets by the top bits.
+        let mut buckets = [0u32; 8];
+        for key in 0..8000u64 {
+            buckets[(key_hash(&key) >> 61) as usize] += 1;
+        }
+        assert!(buckets.iter().all(|&count| (800..1200).contains(&count)), "{buckets:?}");
+        assert_ne!(key_hash(&1u32), key_hash(&2u32));
     }
 
     #[test]
