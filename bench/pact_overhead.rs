@@ -1,16 +1,18 @@
 //! Pact overhead: records/s through the PKG pact vs timely's own `Exchange`,
 //! uniform keys, at 1 and 2 workers, side by side in one run.
 //!
-//! Two key functions, the same for both pacts: the key itself (the keys are
-//! already uniformly random u64s, so this is the cheapest valid fingerprint)
-//! and `key_hash` of the key (what a program with arbitrary keys writes).
+//! `cargo bench --bench pact_overhead -- [--records N] [--rounds R] [--distinct K]`
 //!
-//! `cargo bench --bench pact_overhead -- [--records N] [--rounds R]`
-//!
-//! Each round runs every (pact, workers) pair once, in alternating order, so
-//! machine noise hits all alike; the table gives medians over the rounds and
-//! the ratio of medians.
+//! Keys are uniform over `--distinct` values. Two key functions, the same for
+//! both pacts: the key itself (the keys are already uniformly random u64s, so
+//! this is the cheapest valid fingerprint) and `key_hash` of the key (what a
+//! program with arbitrary keys writes). Two receivers: one that only counts
+//! records (the pact is all the work) and one that counts per key in a
+//! HashMap (the first phase of `pkg_count`, the pact's intended consumer).
+//! Each round runs every configuration once, in rotating order, so machine
+//! noise hits all alike; the table gives the median and the range over rounds.
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use clap::Parser;
@@ -21,13 +23,16 @@ use timely::dataflow::channels::pact::{Exchange, ParallelizationContract};
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::Input;
 use timely::dataflow::operators::Probe;
-use timely::dataflow::InputHandle;
+use timely::dataflow::{InputHandle, StreamVec};
 
 #[derive(Parser, Debug)]
 struct Args {
     /// Records per run (over all workers).
     #[arg(long, default_value_t = 20_000_000)]
     records: u64,
+    /// Distinct keys.
+    #[arg(long, default_value_t = 1_000_000)]
+    distinct: u64,
     /// Rounds (runs of each configuration).
     #[arg(long, default_value_t = 7)]
     rounds: usize,
@@ -58,28 +63,66 @@ impl Fingerprint {
             Fingerprint::Hashed => key_hash(key),
         }
     }
+
+    fn name(self) -> &'static str {
+        match self {
+            Fingerprint::Identity => "identity",
+            Fingerprint::Hashed => "key_hash",
+        }
+    }
 }
 
-/// Records per second through `pact` into a counting sink at `workers` workers.
-fn measure(pact: Pact, fingerprint: Fingerprint, workers: usize, records: u64, batch: u64) -> f64 {
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Receiver {
+    Count,
+    CountPerKey,
+}
+
+impl Receiver {
+    fn name(self) -> &'static str {
+        match self {
+            Receiver::Count => "count records",
+            Receiver::CountPerKey => "count per key",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Setup {
+    fingerprint: Fingerprint,
+    receiver: Receiver,
+    workers: usize,
+}
+
+/// Records per second through `pact` into `setup.receiver` at `setup.workers` workers.
+fn measure(pact: Pact, setup: Setup, args: &Args) -> f64 {
+    let Setup {
+        fingerprint,
+        receiver,
+        workers,
+    } = setup;
+    let (records, batch, distinct) = (args.records, args.batch, args.distinct);
     let elapsed = timely::execute(timely::Config::process(workers), move |worker| {
         let (index, peers) = (worker.index() as u64, worker.peers() as u64);
         let mut input = InputHandle::new();
         let probe = worker.dataflow::<u64, _, _>(|scope| {
             let stream = scope.input_from(&mut input);
-            let counted = match pact {
-                Pact::Exchange => sink(stream, Exchange::new(move |key: &u64| fingerprint.of(key))),
-                Pact::Pkg => sink(stream, PartialKeyGrouping::new(move |key: &u64| fingerprint.of(key))),
+            let received = match pact {
+                Pact::Exchange => receive(stream, Exchange::new(move |key: &u64| fingerprint.of(key)), receiver),
+                Pact::Pkg => receive(
+                    stream,
+                    PartialKeyGrouping::new(move |key: &u64| fingerprint.of(key)),
+                    receiver,
+                ),
             };
-            counted.probe().0
+            received.probe().0
         });
-        worker.step_while(|| false);
         let start = Instant::now();
         let mut record = index;
         for epoch in 0..records.div_ceil(batch) {
             let end = records.min((epoch + 1) * batch);
             while record < end {
-                input.send(splitmix64(record));
+                input.send(splitmix64(splitmix64(record) % distinct));
                 record += peers;
             }
             input.advance_to(epoch + 1);
@@ -101,64 +144,83 @@ fn measure(pact: Pact, fingerprint: Fingerprint, workers: usize, records: u64, b
     records as f64 / elapsed
 }
 
-/// Routes through `pact` into an operator that counts what it receives.
-fn sink<'s, P: ParallelizationContract<u64, Vec<u64>>>(
-    stream: timely::dataflow::StreamVec<'s, u64, u64>,
+/// Routes through `pact` into an operator that counts records or keys.
+fn receive<'s, P: ParallelizationContract<u64, Vec<u64>>>(
+    stream: StreamVec<'s, u64, u64>,
     pact: P,
-) -> timely::dataflow::StreamVec<'s, u64, u64> {
-    stream.unary::<CapacityContainerBuilder<Vec<u64>>, _, _, _>(pact, "Count", |_, _| {
-        let mut count = 0u64;
+    receiver: Receiver,
+) -> StreamVec<'s, u64, u64> {
+    stream.unary::<CapacityContainerBuilder<Vec<u64>>, _, _, _>(pact, "Receive", move |_, _| {
+        let mut records = 0u64;
+        let mut per_key: HashMap<u64, u64> = HashMap::new();
         move |input, _output| {
             input.for_each(|_, data| {
-                count += data.len() as u64;
+                match receiver {
+                    Receiver::Count => records += data.len() as u64,
+                    Receiver::CountPerKey => {
+                        for key in data.iter() {
+                            *per_key.entry(*key).or_default() += 1;
+                        }
+                    }
+                }
                 data.clear();
             });
         }
     })
 }
 
-fn median(values: &mut [f64]) -> f64 {
+fn summary(values: &mut [f64]) -> (f64, f64, f64) {
     values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
+    (values[0], values[values.len() / 2], values[values.len() - 1])
 }
 
 fn main() {
     let args = Args::parse();
-    let mut configs = Vec::new();
-    for fingerprint in [Fingerprint::Identity, Fingerprint::Hashed] {
-        for workers in [1, 2] {
-            configs.push((Pact::Exchange, fingerprint, workers));
-            configs.push((Pact::Pkg, fingerprint, workers));
+    let mut setups = Vec::new();
+    for receiver in [Receiver::Count, Receiver::CountPerKey] {
+        for fingerprint in [Fingerprint::Identity, Fingerprint::Hashed] {
+            for workers in [1, 2] {
+                setups.push(Setup {
+                    fingerprint,
+                    receiver,
+                    workers,
+                });
+            }
         }
     }
-    let mut samples = vec![Vec::new(); configs.len()];
+    let runs: Vec<(Pact, Setup)> = setups
+        .iter()
+        .flat_map(|&setup| [(Pact::Exchange, setup), (Pact::Pkg, setup)])
+        .collect();
+    let mut samples = vec![Vec::new(); runs.len()];
     for round in 0..args.rounds {
-        // Rotate the order so that no configuration always runs first.
-        for offset in 0..configs.len() {
-            let index = (offset + round) % configs.len();
-            let (pact, fingerprint, workers) = configs[index];
-            samples[index].push(measure(pact, fingerprint, workers, args.records, args.batch));
+        for offset in 0..runs.len() {
+            let index = (offset + round) % runs.len();
+            let (pact, setup) = runs[index];
+            samples[index].push(measure(pact, setup, &args));
         }
     }
     println!(
-        "pact overhead: {} uniform u64 records per run into a counting sink, {} rounds, medians",
-        args.records, args.rounds
+        "pact overhead: {} records per run, keys uniform over {}, {} rounds; Mrec/s median [min, max]",
+        args.records, args.distinct, args.rounds
     );
-    println!("| key function | workers | Exchange (Mrec/s) | PKG (Mrec/s) | PKG / Exchange |");
-    println!("|---|---|---|---|---|");
-    for pair in (0..configs.len()).step_by(2) {
-        let (_, fingerprint, workers) = configs[pair];
-        let exchange = median(&mut samples[pair]);
-        let pkg = median(&mut samples[pair + 1]);
-        let name = match fingerprint {
-            Fingerprint::Identity => "identity",
-            Fingerprint::Hashed => "key_hash",
-        };
+    println!("| receiver | key function | workers | Exchange | PKG | PKG / Exchange (medians) |");
+    println!("|---|---|---|---|---|---|");
+    for (pair, setup) in setups.iter().enumerate() {
+        let (e_min, e_med, e_max) = summary(&mut samples[2 * pair]);
+        let (p_min, p_med, p_max) = summary(&mut samples[2 * pair + 1]);
         println!(
-            "| {name} | {workers} | {:.1} | {:.1} | {:.3} |",
-            exchange / 1e6,
-            pkg / 1e6,
-            pkg / exchange
+            "| {} | {} | {} | {:.0} [{:.0}, {:.0}] | {:.0} [{:.0}, {:.0}] | {:.3} |",
+            setup.receiver.name(),
+            setup.fingerprint.name(),
+            setup.workers,
+            e_med / 1e6,
+            e_min / 1e6,
+            e_max / 1e6,
+            p_med / 1e6,
+            p_min / 1e6,
+            p_max / 1e6,
+            p_med / e_med
         );
     }
 }

@@ -2,7 +2,6 @@
 //! bad lines.
 
 use std::path::Path;
-use std::str::FromStr;
 
 use super::error::Error;
 
@@ -15,20 +14,6 @@ pub enum OnError {
     Fail,
     /// Skip the line and count it in the report.
     Skip,
-}
-
-impl FromStr for OnError {
-    type Err = Error;
-    fn from_str(text: &str) -> Result<Self, Error> {
-        match text {
-            "fail" => Ok(OnError::Fail),
-            "skip" => Ok(OnError::Skip),
-            other => Err(Error::invalid(
-                "--on-error",
-                format!("`{other}`: expected fail or skip"),
-            )),
-        }
-    }
 }
 
 /// The keys of a file, one per line, in file order.
