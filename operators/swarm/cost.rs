@@ -1,0 +1,105 @@
+//! The cost model (ours: the paper's Eqns 1–7 are not in our text; see
+//! `../shared/design/SWARM.md`), behind a trait so applications can supply
+//! their own.
+
+use serde::{Deserialize, Serialize};
+
+use super::stats::Totals;
+
+/// How much work a partition causes in a round, from its statistics.
+pub trait CostModel {
+    /// Num(C(p)): the work a partition with these figures caused this round.
+    fn work(&self, totals: &Totals) -> f64;
+
+    /// R(p): the objects the partition received this round.
+    fn received(&self, totals: &Totals) -> f64 {
+        totals.rn + totals.rq
+    }
+}
+
+/// Continuous range queries: every new point is checked against the
+/// partition's queries and every new query against its points, plus a
+/// handling cost α per new object:
+/// Num(C(p)) = RN·Q + RQ·N + α·(RN + RQ).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RangeQueryCost {
+    /// Cost of handling one new object, in point–query checks.
+    pub alpha: f64,
+}
+
+impl Default for RangeQueryCost {
+    fn default() -> Self {
+        RangeQueryCost { alpha: 1.0 }
+    }
+}
+
+impl CostModel for RangeQueryCost {
+    fn work(&self, t: &Totals) -> f64 {
+        t.rn * t.q + t.rq * t.n + self.alpha * (t.rn + t.rq)
+    }
+}
+
+/// The two numbers a worker sends the coordinator each round.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkerLoad {
+    /// Num(C(m)): the work of all the worker's partitions.
+    pub work: f64,
+    /// R(m): the objects all the worker's partitions received.
+    pub received: f64,
+}
+
+impl WorkerLoad {
+    /// The load of a worker holding partitions with these figures.
+    pub fn of<'a>(model: &dyn CostModel, partitions: impl IntoIterator<Item = &'a Totals>) -> Self {
+        partitions
+            .into_iter()
+            .fold(WorkerLoad::default(), |load, totals| WorkerLoad {
+                work: load.work + model.work(totals),
+                received: load.received + model.received(totals),
+            })
+    }
+}
+
+/// R(S): the objects the whole system received this round (Eqn 4).
+pub fn system_received(loads: &[WorkerLoad]) -> f64 {
+    loads.iter().map(|load| load.received).sum()
+}
+
+/// C(x) = Num(C(x)) / R(S): work per object entering the system (0 when
+/// nothing entered).
+pub fn normalized(work: f64, system_received: f64) -> f64 {
+    if system_received > 0.0 {
+        work / system_received
+    } else {
+        0.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn range_query_cost_counts_checks_and_handling() {
+        let model = RangeQueryCost::default();
+        let t = Totals {
+            n: 10.0,
+            q: 3.0,
+            rn: 4.0,
+            rq: 1.0,
+        };
+        assert_eq!(model.work(&t), 4.0 * 3.0 + 1.0 * 10.0 + 5.0);
+        assert_eq!(model.received(&t), 5.0);
+        let load = WorkerLoad::of(&model, [&t, &t]);
+        assert_eq!(
+            load,
+            WorkerLoad {
+                work: 54.0,
+                received: 10.0
+            }
+        );
+        assert_eq!(system_received(&[load, load]), 20.0);
+        assert_eq!(normalized(54.0, 20.0), 2.7);
+        assert_eq!(normalized(54.0, 0.0), 0.0);
+    }
+}

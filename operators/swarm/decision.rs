@@ -1,0 +1,204 @@
+//! When to rebalance: the paper's five-stage mechanism (Section 4.3.1) and a
+//! simpler threshold policy. Both say what they decided and why.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// What the coordinator does this round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Decision {
+    /// Leave the plan as it is.
+    DoNothing,
+    /// Ask the most loaded worker to shed load to the least loaded.
+    Rebalance,
+}
+
+impl Decision {
+    fn flipped(self) -> Decision {
+        match self {
+            Decision::DoNothing => Decision::Rebalance,
+            Decision::Rebalance => Decision::DoNothing,
+        }
+    }
+}
+
+/// The stages of the five-stage mechanism, left to right.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Stage {
+    /// Reaching it flips the decision and resets the pointer to `Start`.
+    Flip,
+    /// One step left of `Start`.
+    Left,
+    /// The initial stage.
+    Start,
+    /// One step right of `Start`.
+    Right1,
+    /// The rightmost stage (the pointer saturates here).
+    Right2,
+}
+
+impl Stage {
+    fn right(self) -> Stage {
+        match self {
+            Stage::Flip => Stage::Left,
+            Stage::Left => Stage::Start,
+            Stage::Start => Stage::Right1,
+            Stage::Right1 | Stage::Right2 => Stage::Right2,
+        }
+    }
+
+    fn left(self) -> Stage {
+        match self {
+            Stage::Flip | Stage::Left => Stage::Flip,
+            Stage::Start => Stage::Left,
+            Stage::Right1 => Stage::Start,
+            Stage::Right2 => Stage::Right1,
+        }
+    }
+}
+
+/// What a policy sees at the end of a round.
+#[derive(Debug, Clone, Copy)]
+pub struct RoundSummary<'a> {
+    /// R(S) per unit of time over the round.
+    pub throughput: f64,
+    /// C(m) of every worker.
+    pub costs: &'a [f64],
+}
+
+/// A decision and its reason.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// What to do.
+    pub decision: Decision,
+    /// Why, in words.
+    pub reason: String,
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}: {}", self.decision, self.reason)
+    }
+}
+
+/// A rule for deciding, each round, whether to rebalance.
+pub trait DecisionPolicy {
+    /// The policy's name in reports.
+    fn name(&self) -> String;
+    /// Decides for the round just ended.
+    fn decide(&mut self, round: &RoundSummary<'_>) -> Verdict;
+}
+
+/// The paper's five-stage mechanism.
+///
+/// Each round the pointer moves right if throughput improved on the previous
+/// round and left otherwise; reaching `Flip` flips the decision and resets
+/// the pointer to `Start`. The current decision applies every round; after
+/// `beta` equal decisions in a row the pointer is forced to `Flip`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FiveStage {
+    stage: Stage,
+    decision: Decision,
+    beta: u32,
+    repeats: u32,
+    previous_throughput: f64,
+}
+
+impl FiveStage {
+    /// Pointer at `Start`, previous decision `DoNothing`; `beta` at least 1.
+    pub fn new(beta: u32) -> Self {
+        FiveStage {
+            stage: Stage::Start,
+            decision: Decision::DoNothing,
+            beta: beta.max(1),
+            repeats: 0,
+            previous_throughput: 0.0,
+        }
+    }
+
+    /// Where the pointer is.
+    pub fn stage(&self) -> Stage {
+        self.stage
+    }
+}
+
+impl Default for FiveStage {
+    fn default() -> Self {
+        FiveStage::new(20)
+    }
+}
+
+impl DecisionPolicy for FiveStage {
+    fn name(&self) -> String {
+        format!("paper (five stages, beta {})", self.beta)
+    }
+
+    fn decide(&mut self, round: &RoundSummary<'_>) -> Verdict {
+        let improved = round.throughput > self.previous_throughput;
+        let from = self.stage;
+        self.stage = if improved { from.right() } else { from.left() };
+        let mut reason = format!(
+            "throughput {:.1} {} {:.1}: pointer {:?} -> {:?}",
+            round.throughput,
+            if improved { ">" } else { "<=" },
+            self.previous_throughput,
+            from,
+            self.stage
+        );
+        self.previous_throughput = round.throughput;
+        if self.stage == Stage::Flip {
+            self.decision = self.decision.flipped();
+            self.stage = Stage::Start;
+            self.repeats = 0;
+            reason.push_str(", flip, pointer -> Start");
+        }
+        self.repeats += 1;
+        if self.repeats > self.beta {
+            self.decision = self.decision.flipped();
+            self.stage = Stage::Start;
+            self.repeats = 1;
+            reason.push_str(&format!(
+                ", {} equal decisions in a row: forced flip, pointer -> Start",
+                self.beta
+            ));
+        }
+        Verdict {
+            decision: self.decision,
+            reason,
+        }
+    }
+}
+
+/// Rebalance whenever the most loaded worker's cost exceeds `tau` times the
+/// mean.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Threshold {
+    /// The max/mean ratio above which to rebalance.
+    pub tau: f64,
+}
+
+impl DecisionPolicy for Threshold {
+    fn name(&self) -> String {
+        format!("threshold (tau {})", self.tau)
+    }
+
+    fn decide(&mut self, round: &RoundSummary<'_>) -> Verdict {
+        let max = round.costs.iter().copied().fold(0.0, f64::max);
+        let mean = round.costs.iter().sum::<f64>() / round.costs.len().max(1) as f64;
+        let ratio = if mean > 0.0 { max / mean } else { 1.0 };
+        let decision = if ratio > self.tau {
+            Decision::Rebalance
+        } else {
+            Decision::DoNothing
+        };
+        Verdict {
+            decision,
+            reason: format!(
+                "max/mean cost {ratio:.3} {} tau {}",
+                if ratio > self.tau { ">" } else { "<=" },
+                self.tau
+            ),
+        }
+    }
+}

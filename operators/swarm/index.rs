@@ -1,0 +1,357 @@
+//! The global index: which partition owns each cell and which worker owns
+//! each partition; the initial plan; point and range-query routing
+//! (Algorithm 1); and applying plan changes.
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::common::Error;
+
+use super::geometry::{Cell, CellRect, Grid, OutOfBounds};
+use super::ids::PartitionId;
+
+/// Where a partition lies and which worker owns it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionInfo {
+    /// Its cells.
+    pub rect: CellRect,
+    /// Its owner worker.
+    pub owner: usize,
+}
+
+/// The direction a split line runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Axis {
+    /// A horizontal line between two rows: the parts are the rows above and below.
+    Rows,
+    /// A vertical line between two columns: the parts are the columns left and right.
+    Columns,
+}
+
+/// A line through a partition: the first part is its rows (or columns)
+/// `0..=after`, counted from the partition's first, the second the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SplitLine {
+    /// Direction.
+    pub axis: Axis,
+    /// Last row (or column) of the first part, relative to the partition.
+    pub after: u32,
+}
+
+impl SplitLine {
+    /// The two parts of `rect`, or `None` if the line is not inside it.
+    pub fn parts(&self, rect: &CellRect) -> Option<(CellRect, CellRect)> {
+        match self.axis {
+            Axis::Rows if self.after + 1 < rect.rows() => {
+                let cut = rect.row0 + self.after;
+                Some((CellRect { row1: cut, ..*rect }, CellRect { row0: cut + 1, ..*rect }))
+            }
+            Axis::Columns if self.after + 1 < rect.cols() => {
+                let cut = rect.col0 + self.after;
+                Some((CellRect { col1: cut, ..*rect }, CellRect { col0: cut + 1, ..*rect }))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A change to the plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum PlanChange {
+    /// Give partition `id` to worker `to`.
+    Move {
+        /// The partition.
+        id: PartitionId,
+        /// The new owner.
+        to: usize,
+    },
+    /// Replace partition `id` by its two parts along `line`, with new ids.
+    Split {
+        /// The partition.
+        id: PartitionId,
+        /// Where to cut.
+        line: SplitLine,
+        /// Id and owner of the first part (rows/columns `0..=after`).
+        first: (PartitionId, usize),
+        /// Id and owner of the second part.
+        second: (PartitionId, usize),
+    },
+    /// Replace two partitions of one owner whose union is a rectangle by that
+    /// rectangle, with a new id.
+    Merge {
+        /// One partition.
+        first: PartitionId,
+        /// The other.
+        second: PartitionId,
+        /// Id of the union.
+        into: PartitionId,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+struct Slot {
+    id: PartitionId,
+    owner: u32,
+}
+
+/// Cell → partition → owner, for one grid.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GlobalIndex {
+    grid: Grid,
+    // Row-major, one entry per cell, with the owner beside the id so that
+    // routing a point is a single array read.
+    cells: Vec<Slot>,
+    partitions: BTreeMap<PartitionId, PartitionInfo>,
+}
+
+impl GlobalIndex {
+    /// The initial plan for `workers` workers: starting from one partition
+    /// covering the space, split the partition of largest area into two
+    /// equal halves across its longer side (never below one cell) until there
+    /// is one partition per worker or nothing can be split. Returns the index
+    /// and the first id it left unused.
+    pub fn initial(grid: Grid, workers: usize) -> Result<(Self, PartitionId), Error> {
+        if workers == 0 {
+            return Err(Error::invalid("workers", "need at least one"));
+        }
+        let (cell_width, cell_height) = {
+            let b = grid.bounds();
+            (
+                (b.x2 - b.x1) / f64::from(grid.columns()),
+                (b.y2 - b.y1) / f64::from(grid.rows()),
+            )
+        };
+        let mut parts: BTreeMap<PartitionId, CellRect> = BTreeMap::from([(0, grid.all())]);
+        let mut next_id: PartitionId = 1;
+        while parts.len() < workers {
+            // Largest area first, then smallest id; only splittable ones.
+            let Some((&id, &rect)) = parts
+                .iter()
+                .filter(|(_, rect)| rect.area() > 1)
+                .max_by(|(id_a, a), (id_b, b)| a.area().cmp(&b.area()).then(id_b.cmp(id_a)))
+            else {
+                break;
+            };
+            let width = f64::from(rect.cols()) * cell_width;
+            let height = f64::from(rect.rows()) * cell_height;
+            let across_rows = (height > width && rect.rows() > 1) || rect.cols() == 1;
+            let line = if across_rows {
+                SplitLine {
+                    axis: Axis::Rows,
+                    after: rect.rows() / 2 - 1,
+                }
+            } else {
+                SplitLine {
+                    axis: Axis::Columns,
+                    after: rect.cols() / 2 - 1,
+                }
+            };
+            let (first, second) = line.parts(&rect).expect("a halving line lies inside");
+            parts.remove(&id);
+            parts.insert(next_id, first);
+            parts.insert(next_id + 1, second);
+            next_id += 2;
+        }
+        // Owners in reading order of the partitions' first cells.
+        let mut order: Vec<(PartitionId, CellRect)> = parts.into_iter().collect();
+        order.sort_by_key(|(_, rect)| (rect.row0, rect.col0));
+        let mut index = GlobalIndex {
+            cells: vec![Slot { id: 0, owner: 0 }; grid.cell_count()],
+            grid,
+            partitions: BTreeMap::new(),
+        };
+        for (owner, (id, rect)) in order.into_iter().enumerate() {
+            index.insert(id, PartitionInfo { rect, owner });
+        }
+        Ok((index, next_id))
+    }
+
+    fn insert(&mut self, id: PartitionId, info: PartitionInfo) {
+        let columns = self.grid.columns() as usize;
+        for row in info.rect.row0..=info.rect.row1 {
+            let start = row as usize * columns;
+            self.cells[start + info.rect.col0 as usize..=start + info.rect.col1 as usize].fill(Slot {
+                id,
+                owner: info.owner as u32,
+            });
+        }
+        self.partitions.insert(id, info);
+    }
+
+    /// The grid.
+    pub fn grid(&self) -> &Grid {
+        &self.grid
+    }
+
+    /// All partitions by id.
+    pub fn partitions(&self) -> &BTreeMap<PartitionId, PartitionInfo> {
+        &self.partitions
+    }
+
+    /// A partition's rectangle and owner.
+    pub fn info(&self, id: PartitionId) -> Option<&PartitionInfo> {
+        self.partitions.get(&id)
+    }
+
+    /// The partition of a cell and its owner. O(1).
+    #[inline]
+    pub fn at(&self, cell: Cell) -> (PartitionId, usize) {
+        let slot = self.cells[self.grid.index(cell)];
+        (slot.id, slot.owner as usize)
+    }
+
+    /// The partition and owner of a point. O(1).
+    #[inline]
+    pub fn route_point(&self, x: f64, y: f64, policy: OutOfBounds) -> Result<(PartitionId, usize), Error> {
+        Ok(self.at(self.grid.cell_of(x, y, policy)?))
+    }
+
+    /// The partitions a range of cells overlaps (Algorithm 1), in increasing
+    /// id order. Starting from the range's first cell, each visited cell
+    /// adds its partition and schedules the cell just right of that
+    /// partition on the cell's row and the cell just below it on the cell's
+    /// column, so whole partitions are skipped rather than scanned.
+    pub fn partitions_overlapping(&self, range: &CellRect) -> Vec<PartitionId> {
+        let mut result = Vec::new();
+        let mut stack = vec![Cell {
+            row: range.row0,
+            col: range.col0,
+        }];
+        let mut seen: HashSet<Cell> = HashSet::new();
+        while let Some(cell) = stack.pop() {
+            if !range.contains(cell) || !seen.insert(cell) {
+                continue;
+            }
+            let (id, _) = self.at(cell);
+            result.push(id);
+            let rect = self.partitions[&id].rect;
+            stack.push(Cell {
+                row: cell.row,
+                col: rect.col1 + 1,
+            });
+            stack.push(Cell {
+                row: rect.row1 + 1,
+                col: cell.col,
+            });
+        }
+        result.sort_unstable();
+        result.dedup();
+        result
+    }
+
+    /// The partitions a range of cells overlaps, by scanning every cell of
+    /// the range: the reference Algorithm 1 is tested and benchmarked against.
+    pub fn partitions_overlapping_by_scan(&self, range: &CellRect) -> Vec<PartitionId> {
+        let mut result: Vec<PartitionId> = (range.row0..=range.row1)
+            .flat_map(|row| (range.col0..=range.col1).map(move |col| Cell { row, col }))
+            .map(|cell| self.at(cell).0)
+            .collect();
+        result.sort_unstable();
+        result.dedup();
+        result
+    }
+
+    /// Applies a change, or explains why it cannot be applied (the index is
+    /// then unchanged).
+    pub fn apply(&mut self, change: &PlanChange) -> Result<(), Error> {
+        let bad = |reason: String| Error::invalid("plan change", reason);
+        let known = |id: &PartitionId| {
+            self.partitions
+                .get(id)
+                .copied()
+                .ok_or_else(|| bad(format!("no partition {id}")))
+        };
+        let fresh = |id: &PartitionId| {
+            if self.partitions.contains_key(id) {
+                Err(bad(format!("partition id {id} is in use")))
+            } else {
+                Ok(())
+            }
+        };
+        match *change {
+            PlanChange::Move { id, to } => {
+                let info = known(&id)?;
+                self.insert(id, PartitionInfo { owner: to, ..info });
+            }
+            PlanChange::Split {
+                id,
+                line,
+                first,
+                second,
+            } => {
+                let info = known(&id)?;
+                fresh(&first.0)?;
+                fresh(&second.0)?;
+                if first.0 == second.0 {
+                    return Err(bad(format!("both parts of {id} would be {}", first.0)));
+                }
+                let (a, b) = line
+                    .parts(&info.rect)
+                    .ok_or_else(|| bad(format!("{line:?} is not inside partition {id} ({:?})", info.rect)))?;
+                self.partitions.remove(&id);
+                self.insert(
+                    first.0,
+                    PartitionInfo {
+                        rect: a,
+                        owner: first.1,
+                    },
+                );
+                self.insert(
+                    second.0,
+                    PartitionInfo {
+                        rect: b,
+                        owner: second.1,
+                    },
+                );
+            }
+            PlanChange::Merge { first, second, into } => {
+                let (a, b) = (known(&first)?, known(&second)?);
+                if first == second {
+                    return Err(bad(format!("cannot merge partition {first} with itself")));
+                }
+                fresh(&into)?;
+                if a.owner != b.owner {
+                    return Err(bad(format!(
+                        "partitions {first} and {second} have different owners ({} and {})",
+                        a.owner, b.owner
+                    )));
+                }
+                let rect = a
+                    .rect
+                    .union_if_rectangle(&b.rect)
+                    .ok_or_else(|| bad(format!("partitions {first} and {second} do not form a rectangle")))?;
+                self.partitions.remove(&first);
+                self.partitions.remove(&second);
+                self.insert(into, PartitionInfo { rect, owner: a.owner });
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that every cell belongs to exactly one partition, whose
+    /// rectangle holds it, and that every partition's cells point to it.
+    pub fn check_covering(&self) -> Result<(), String> {
+        let mut covered = 0u64;
+        for (&id, info) in &self.partitions {
+            covered += info.rect.area();
+            for row in info.rect.row0..=info.rect.row1 {
+                for col in info.rect.col0..=info.rect.col1 {
+                    let (at, owner) = self.at(Cell { row, col });
+                    if at != id || owner != info.owner {
+                        return Err(format!(
+                            "cell ({row}, {col}) of partition {id} points to {at} (owner {owner})"
+                        ));
+                    }
+                }
+            }
+        }
+        if covered != self.grid.cell_count() as u64 {
+            return Err(format!(
+                "partitions cover {covered} cells of {}",
+                self.grid.cell_count()
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,209 @@
+//! Load reduction on the most loaded worker (Algorithm 3): move a subset of
+//! its partitions to the least loaded worker, else split one partition and
+//! move a part, else report that no feasible reduction exists.
+
+use serde::{Deserialize, Serialize};
+
+use super::cost::{normalized, CostModel};
+use super::geometry::CellRect;
+use super::ids::PartitionId;
+use super::index::{Axis, SplitLine};
+use super::stats::PartitionStats;
+
+/// A partition of the most loaded worker, as the reduction sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Candidate<'a> {
+    /// Its id.
+    pub id: PartitionId,
+    /// Its cells.
+    pub rect: CellRect,
+    /// Its statistics.
+    pub stats: &'a PartitionStats,
+}
+
+/// What the coordinator tells the most loaded worker.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ReductionRequest {
+    /// C(m_L): the least loaded worker's cost.
+    pub low_cost: f64,
+    /// R(S): objects the system received this round.
+    pub system_received: f64,
+    /// Accept a reduction only if it shrinks |C_H − C_L| by more than this
+    /// fraction of C_H.
+    pub margin: f64,
+}
+
+/// What the most loaded worker proposes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Reduction {
+    /// Move these partitions to the least loaded worker.
+    Move {
+        /// The partitions to move.
+        ids: Vec<PartitionId>,
+        /// |C_H − C_L| before and after.
+        gap: (f64, f64),
+    },
+    /// Split `id` along `line` and move one part.
+    Split {
+        /// The partition to split.
+        id: PartitionId,
+        /// Where.
+        line: SplitLine,
+        /// Whether the second part (rows/columns after the line) moves.
+        move_second: bool,
+        /// |C_H − C_L| before and after.
+        gap: (f64, f64),
+    },
+    /// Nothing this worker can do narrows the gap enough.
+    None {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Plans a reduction for the worker holding `partitions`, by `model`.
+pub fn plan_reduction(model: &dyn CostModel, request: &ReductionRequest, partitions: &[Candidate<'_>]) -> Reduction {
+    let cost = |totals| normalized(model.work(&totals), request.system_received);
+    let mut costed: Vec<(f64, &Candidate<'_>)> = partitions.iter().map(|p| (cost(p.stats.totals()), p)).collect();
+    // Descending cost; ids break ties so that the plan is deterministic.
+    costed.sort_by(|(a, p), (b, q)| b.total_cmp(a).then(p.id.cmp(&q.id)));
+    let high: f64 = costed.iter().map(|(c, _)| c).sum();
+    let low = request.low_cost;
+    let gap = (high - low).abs();
+    let accept = |after: f64| after < gap - request.margin * high;
+    if costed.is_empty() {
+        return Reduction::None {
+            reason: "the worker holds no partition".into(),
+        };
+    }
+
+    // 1. A subset: greedily take partitions that fit in the ideal amount,
+    //    keeping at least one.
+    let mut room = (high - low) / 2.0;
+    let mut ids = Vec::new();
+    let mut moved = 0.0;
+    for &(c, p) in &costed {
+        if ids.len() + 1 < costed.len() && c <= room && c > 0.0 {
+            ids.push(p.id);
+            room -= c;
+            moved += c;
+        }
+    }
+    let after = ((high - moved) - (low + moved)).abs();
+    if !ids.is_empty() && accept(after) {
+        return Reduction::Move { ids, gap: (gap, after) };
+    }
+
+    // 2. A split of the costliest partition that has more than one cell.
+    let Some(&(whole, target)) = costed.iter().find(|(_, p)| p.rect.area() > 1) else {
+        return Reduction::None {
+            reason: "no subset narrows the gap and every partition is a single cell".into(),
+        };
+    };
+    let mut best: Option<(f64, SplitLine, bool)> = None;
+    for axis in [Axis::Rows, Axis::Columns] {
+        let lines = match axis {
+            Axis::Rows => target.rect.rows(),
+            Axis::Columns => target.rect.cols(),
+        };
+        if lines < 2 {
+            continue;
+        }
+        for move_second in [false, true] {
+            // Signed gap after the split with the line after `after`:
+            // monotone in `after` (each part's figures are).
+            let signed = |after: u32| {
+                let (first, second) = target.stats.split_totals(axis, after);
+                let (moving, staying) = if move_second { (second, first) } else { (first, second) };
+                (high - whole + cost(staying)) - (low + cost(moving))
+            };
+            let (after, value) = best_line(lines - 1, signed);
+            if best.is_none_or(|(b, _, _)| value.abs() < b) {
+                best = Some((value.abs(), SplitLine { axis, after }, move_second));
+            }
+        }
+    }
+    match best {
+        Some((after, line, move_second)) if accept(after) => Reduction::Split {
+            id: target.id,
+            line,
+            move_second,
+            gap: (gap, after),
+        },
+        Some((after, ..)) => Reduction::None {
+            reason: format!(
+                "no subset narrows the gap {gap:.3}, and the best split of partition {} leaves {after:.3}",
+                target.id
+            ),
+        },
+        None => unreachable!("a partition of several cells has a line"),
+    }
+}
+
+/// The line position in `0..positions` minimising |f|, for `f` monotone (in
+/// either direction), by binary search; ties go to the smallest position.
+/// Returns the position and f there.
+pub fn best_line(positions: u32, f: impl Fn(u32) -> f64) -> (u32, f64) {
+    assert!(positions > 0, "at least one line");
+    let last = positions - 1;
+    // Orient so that g = sign · f is non-increasing.
+    let sign = if f(0) >= f(last) { 1.0 } else { -1.0 };
+    let g = |s: u32| sign * f(s);
+    // First position where g ≤ threshold (or `positions` if none).
+    let first_at_most = |threshold: f64| {
+        let (mut lo, mut hi) = (0u32, positions);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if g(mid) <= threshold {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
+    };
+    let crossing = first_at_most(0.0);
+    // The minimum of |g| is just before or at the crossing.
+    let candidates = [crossing.checked_sub(1), (crossing < positions).then_some(crossing)];
+    let best_value = candidates
+        .into_iter()
+        .flatten()
+        .map(g)
+        .min_by(|a, b| a.abs().total_cmp(&b.abs()).then(b.total_cmp(a)))
+        .expect("at least one candidate");
+    // The smallest position holding that value (g is monotone, so equal
+    // values are contiguous).
+    let position = first_at_most(best_value);
+    (position, f(position))
+}
+
+/// [`best_line`] by trying every position: the reference for tests and benchmarks.
+pub fn best_line_exhaustive(positions: u32, f: impl Fn(u32) -> f64) -> (u32, f64) {
+    (0..positions)
+        .map(|s| (s, f(s)))
+        .min_by(|(s, a), (t, b)| a.abs().total_cmp(&b.abs()).then(s.cmp(t)))
+        .expect("at least one line")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binary_search_matches_exhaustive_on_monotone_functions() {
+        let cases: Vec<Vec<f64>> = vec![
+            vec![5.0, 3.0, 1.0, -1.0, -3.0],
+            vec![5.0, 3.0, 2.0, 2.0, -2.0, -2.0],
+            vec![-4.0, -1.0, 0.0, 0.0, 0.0, 2.0],
+            vec![1.0, 1.0, 1.0],
+            vec![-1.0, -1.0, -1.0, -0.5],
+            vec![7.0],
+            vec![3.0, 1.0, -1.0, -3.0],
+        ];
+        for values in cases {
+            let f = |s: u32| values[s as usize];
+            let n = values.len() as u32;
+            assert_eq!(best_line(n, f), best_line_exhaustive(n, f), "{values:?}");
+        }
+    }
+}
