@@ -366,56 +366,21 @@ mod tests {
         );
     }
 
+    fn cells(row0: u32, col0: u32, row1: u32, col1: u32) -> CellRect {
+        CellRect { row0, col0, row1, col1 }
+    }
+
     #[test]
     fn union_is_a_rectangle_only_for_edge_neighbours_with_a_common_side() {
-        let a = CellRect {
-            row0: 0,
-            col0: 0,
-            row1: 1,
-            col1: 1,
-        };
-        let right = CellRect {
-            row0: 0,
-            col0: 2,
-            row1: 1,
-            col1: 4,
-        };
-        let below = CellRect {
-            row0: 2,
-            col0: 0,
-            row1: 3,
-            col1: 1,
-        };
-        let offset = CellRect {
-            row0: 1,
-            col0: 2,
-            row1: 2,
-            col1: 3,
-        };
-        let gap = CellRect {
-            row0: 0,
-            col0: 3,
-            row1: 1,
-            col1: 4,
-        };
-        assert_eq!(
-            a.union_if_rectangle(&right),
-            Some(CellRect {
-                row0: 0,
-                col0: 0,
-                row1: 1,
-                col1: 4
-            })
+        let a = cells(0, 0, 1, 1);
+        let (right, below, offset, gap) = (
+            cells(0, 2, 1, 4),
+            cells(2, 0, 3, 1),
+            cells(1, 2, 2, 3),
+            cells(0, 3, 1, 4),
         );
-        assert_eq!(
-            below.union_if_rectangle(&a),
-            Some(CellRect {
-                row0: 0,
-                col0: 0,
-                row1: 3,
-                col1: 1
-            })
-        );
+        assert_eq!(a.union_if_rectangle(&right), Some(cells(0, 0, 1, 4)));
+        assert_eq!(below.union_if_rectangle(&a), Some(cells(0, 0, 3, 1)));
         assert_eq!(a.union_if_rectangle(&offset), None);
         assert_eq!(a.union_if_rectangle(&gap), None);
     }

@@ -107,42 +107,31 @@ impl PartitionStats {
     /// Records a new query overlapping `range` (relative to the partition,
     /// clipped to it).
     pub fn record_query(&mut self, range: &CellRect) {
-        count_query(
-            &mut self.rows,
-            range.row0,
-            range.row1,
-            1,
-            |line| &mut line.added,
-            |line| &mut line.span_added,
-        );
-        count_query(
-            &mut self.cols,
-            range.col0,
-            range.col1,
-            1,
-            |line| &mut line.added,
-            |line| &mut line.span_added,
-        );
+        self.count_query(range, |line| &mut line.added, |line| &mut line.span_added);
     }
 
     /// Records the removal of a query that overlapped `range`.
     pub fn record_removal(&mut self, range: &CellRect) {
-        count_query(
-            &mut self.rows,
-            range.row0,
-            range.row1,
-            1,
-            |l| &mut l.removed,
-            |l| &mut l.span_removed,
-        );
-        count_query(
-            &mut self.cols,
-            range.col0,
-            range.col1,
-            1,
-            |l| &mut l.removed,
-            |l| &mut l.span_removed,
-        );
+        self.count_query(range, |line| &mut line.removed, |line| &mut line.span_removed);
+    }
+
+    /// Counts a query in the `start` collector of its first row and column
+    /// and in the `span` collector of every later row and column it overlaps.
+    fn count_query(
+        &mut self,
+        range: &CellRect,
+        start: fn(&mut LineStats) -> &mut i64,
+        span: fn(&mut LineStats) -> &mut i64,
+    ) {
+        for (lines, first, last) in [
+            (&mut self.rows, range.row0, range.row1),
+            (&mut self.cols, range.col0, range.col1),
+        ] {
+            *start(&mut lines[first as usize]) += 1;
+            for line in &mut lines[first as usize + 1..=last as usize] {
+                *span(line) += 1;
+            }
+        }
     }
 
     /// Ends a round (Algorithm 2): folds the collectors into the statistics
@@ -313,25 +302,22 @@ impl PartitionStats {
             }
         }
         for &(range, age) in queries {
+            if age == QueryAge::ThisRound {
+                self.count_query(&range, |line| &mut line.added, |line| &mut line.span_added);
+                continue;
+            }
+            let recent = i64::from(age == QueryAge::LastRound);
             for (lines, first, last) in [
                 (&mut self.rows, range.row0, range.row1),
                 (&mut self.cols, range.col0, range.col1),
             ] {
-                match age {
-                    QueryAge::ThisRound => {
-                        count_query(lines, first, last, 1, |l| &mut l.added, |l| &mut l.span_added);
-                    }
-                    QueryAge::Earlier | QueryAge::LastRound => {
-                        let recent = i64::from(age == QueryAge::LastRound);
-                        for line in &mut lines[first as usize..] {
-                            line.q += 1;
-                            line.rq += recent;
-                        }
-                        for line in &mut lines[first as usize + 1..=last as usize] {
-                            line.span_q += 1;
-                            line.pre_span_q += recent;
-                        }
-                    }
+                for line in &mut lines[first as usize..] {
+                    line.q += 1;
+                    line.rq += recent;
+                }
+                for line in &mut lines[first as usize + 1..=last as usize] {
+                    line.span_q += 1;
+                    line.pre_span_q += recent;
                 }
             }
         }
@@ -353,22 +339,6 @@ fn points_only(line: &LineStats, n: f64, rn: f64) -> LineStats {
         rn: line.rn + rn,
         new_n: line.new_n,
         ..LineStats::default()
-    }
-}
-
-/// Adds `by` to the start collector of line `first` and to the span
-/// collector of every later line up to `last`.
-fn count_query(
-    lines: &mut [LineStats],
-    first: u32,
-    last: u32,
-    by: i64,
-    start: fn(&mut LineStats) -> &mut i64,
-    span: fn(&mut LineStats) -> &mut i64,
-) {
-    *start(&mut lines[first as usize]) += by;
-    for line in &mut lines[first as usize + 1..=last as usize] {
-        *span(line) += by;
     }
 }
 
