@@ -2,7 +2,7 @@
 //! each partition; the initial plan; point and range-query routing
 //! (Algorithm 1); and applying plan changes.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -93,14 +93,16 @@ pub enum PlanChange {
 struct Slot {
     id: PartitionId,
     owner: u32,
+    // The partition's rectangle, so Algorithm 1 needs no map lookup.
+    rect: CellRect,
 }
 
 /// Cell → partition → owner, for one grid.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GlobalIndex {
     grid: Grid,
-    // Row-major, one entry per cell, with the owner beside the id so that
-    // routing a point is a single array read.
+    // Row-major, one entry per cell, with the owner (and rectangle) beside
+    // the id so that routing a point is a single array read.
     cells: Vec<Slot>,
     partitions: BTreeMap<PartitionId, PartitionInfo>,
 }
@@ -157,7 +159,14 @@ impl GlobalIndex {
         let mut order: Vec<(PartitionId, CellRect)> = parts.into_iter().collect();
         order.sort_by_key(|(_, rect)| (rect.row0, rect.col0));
         let mut index = GlobalIndex {
-            cells: vec![Slot { id: 0, owner: 0 }; grid.cell_count()],
+            cells: vec![
+                Slot {
+                    id: 0,
+                    owner: 0,
+                    rect: grid.all()
+                };
+                grid.cell_count()
+            ],
             grid,
             partitions: BTreeMap::new(),
         };
@@ -174,6 +183,7 @@ impl GlobalIndex {
             self.cells[start + info.rect.col0 as usize..=start + info.rect.col1 as usize].fill(Slot {
                 id,
                 owner: info.owner as u32,
+                rect: info.rect,
             });
         }
         self.partitions.insert(id, info);
@@ -218,20 +228,26 @@ impl GlobalIndex {
             row: range.row0,
             col: range.col0,
         }];
-        let mut seen: HashSet<Cell> = HashSet::new();
+        // Cells already visited, one bit per cell of the range.
+        let width = range.cols() as usize;
+        let mut seen = vec![0u64; (range.area() as usize).div_ceil(64)];
         while let Some(cell) = stack.pop() {
-            if !range.contains(cell) || !seen.insert(cell) {
+            if !range.contains(cell) {
                 continue;
             }
-            let (id, _) = self.at(cell);
-            result.push(id);
-            let rect = self.partitions[&id].rect;
+            let bit = (cell.row - range.row0) as usize * width + (cell.col - range.col0) as usize;
+            if seen[bit / 64] & (1 << (bit % 64)) != 0 {
+                continue;
+            }
+            seen[bit / 64] |= 1 << (bit % 64);
+            let slot = self.cells[self.grid.index(cell)];
+            result.push(slot.id);
             stack.push(Cell {
                 row: cell.row,
-                col: rect.col1 + 1,
+                col: slot.rect.col1 + 1,
             });
             stack.push(Cell {
-                row: rect.row1 + 1,
+                row: slot.rect.row1 + 1,
                 col: cell.col,
             });
         }
@@ -337,8 +353,9 @@ impl GlobalIndex {
             covered += info.rect.area();
             for row in info.rect.row0..=info.rect.row1 {
                 for col in info.rect.col0..=info.rect.col1 {
-                    let (at, owner) = self.at(Cell { row, col });
-                    if at != id || owner != info.owner {
+                    let slot = self.cells[self.grid.index(Cell { row, col })];
+                    let (at, owner) = (slot.id, slot.owner as usize);
+                    if at != id || owner != info.owner || slot.rect != info.rect {
                         return Err(format!(
                             "cell ({row}, {col}) of partition {id} points to {at} (owner {owner})"
                         ));

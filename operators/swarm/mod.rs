@@ -1,8 +1,50 @@
 //! SWARM (Daghistani et al., ACM TSAS 2021): adaptive spatial partitioning.
-//! This module holds the pure algorithms: geometry, the global grid index and
-//! range routing (Algorithm 1), per-partition row/column statistics
-//! (Algorithm 2), the cost model, the five-stage decision, and the reduction
-//! and merge planning (Algorithm 3). None of it knows about timely.
+//!
+//! This module holds the pure algorithms, none of which knows about timely:
+//! geometry ([`geometry`]), the global grid index with point routing and
+//! range routing by Algorithm 1 ([`index`]), partition ids ([`ids`]),
+//! per-partition row/column statistics with the round-end update of
+//! Algorithm 2 and the split and merge arithmetic ([`stats`]), the cost
+//! model ([`cost`]), the five-stage and threshold decisions ([`decision`]),
+//! and the reduction (Algorithm 3) and merge planning ([`rebalance`],
+//! [`merge`]). Where the paper's text is missing, `../shared/design/SWARM.md`
+//! says what is ours; those parts sit behind traits ([`cost::CostModel`],
+//! [`decision::DecisionPolicy`]).
+//!
+//! ```
+//! use equipoise::swarm::cost::{normalized, CostModel, RangeQueryCost, WorkerLoad};
+//! use equipoise::swarm::geometry::{Cell, Grid, OutOfBounds, Rect};
+//! use equipoise::swarm::index::GlobalIndex;
+//! use equipoise::swarm::rebalance::{plan_reduction, Candidate, Reduction, ReductionRequest};
+//! use equipoise::swarm::stats::PartitionStats;
+//!
+//! // A 100 × 100 space in 16 × 16 cells, initially one partition per worker.
+//! let grid = Grid::new(Rect::new(0.0, 0.0, 100.0, 100.0)?, 16, 16)?;
+//! let (index, _first_free_id) = GlobalIndex::initial(grid, 4)?;
+//! let (partition, owner) = index.route_point(12.5, 80.0, OutOfBounds::Reject)?;
+//! let cells = index.grid().cells_of(&Rect::new(10.0, 10.0, 60.0, 20.0)?, OutOfBounds::Reject)?;
+//! let overlapping = index.partitions_overlapping(&cells); // Algorithm 1
+//! assert_eq!(overlapping, index.partitions_overlapping_by_scan(&cells));
+//!
+//! // Statistics of that partition over a round, and what it costs.
+//! let rect = index.info(partition).unwrap().rect;
+//! let mut stats = PartitionStats::new(rect.rows(), rect.cols());
+//! for i in 0..100 {
+//!     stats.record_point(Cell { row: i % rect.rows(), col: 0 });
+//! }
+//! stats.end_round();
+//! let model = RangeQueryCost::default();
+//! let load = WorkerLoad::of(&model, [&stats.totals()]);
+//! assert_eq!(load.received, 100.0);
+//!
+//! // Asked to shed load toward an idle worker, its only partition is split
+//! // and one part moves.
+//! let request = ReductionRequest { low_cost: 0.0, system_received: load.received, margin: 0.05 };
+//! let plan = plan_reduction(&model, &request, &[Candidate { id: partition, rect, stats: &stats }]);
+//! assert!(matches!(plan, Reduction::Split { .. }), "{plan:?}");
+//! # let _ = (owner, normalized(load.work, load.received));
+//! # Ok::<(), equipoise::common::Error>(())
+//! ```
 
 pub mod cost;
 pub mod decision;
