@@ -11,9 +11,10 @@ use std::time::Instant;
 
 use clap::Parser;
 use equipoise::swarm::cost::{normalized, CostModel, RangeQueryCost};
+use equipoise::swarm::forced::random_change;
 use equipoise::swarm::geometry::{Cell, CellRect, Grid, OutOfBounds, Rect};
 use equipoise::swarm::ids::IdMint;
-use equipoise::swarm::index::{Axis, GlobalIndex, PlanChange, SplitLine};
+use equipoise::swarm::index::{Axis, GlobalIndex};
 use equipoise::swarm::rebalance::{best_line, best_line_exhaustive};
 use equipoise::swarm::stats::PartitionStats;
 use rand::rngs::SmallRng;
@@ -47,37 +48,14 @@ fn time_per(rounds: usize, per: f64, mut work: impl FnMut()) -> f64 {
     )
 }
 
-/// A 256 × 256 grid for 16 workers, fragmented by 200 random splits and moves.
+/// A 256 × 256 grid for 16 workers, fragmented by 300 random plan changes.
 fn fragmented_index(rng: &mut SmallRng) -> GlobalIndex {
     let grid = Grid::new(Rect::new(0.0, 0.0, 1000.0, 1000.0).unwrap(), 256, 256).unwrap();
     let workers = 16;
     let (mut index, base) = GlobalIndex::initial(grid, workers).unwrap();
-    let mut mint = IdMint::new(base, 0, 1);
-    for _ in 0..200 {
-        let ids: Vec<_> = index.partitions().keys().copied().collect();
-        let id = ids[rng.random_range(0..ids.len())];
-        let info = *index.info(id).unwrap();
-        let axis = if rng.random_bool(0.5) {
-            Axis::Rows
-        } else {
-            Axis::Columns
-        };
-        let lines = if axis == Axis::Rows {
-            info.rect.rows()
-        } else {
-            info.rect.cols()
-        };
-        if lines > 1 {
-            let line = SplitLine {
-                axis,
-                after: rng.random_range(0..lines - 1),
-            };
-            let change = PlanChange::Split {
-                id,
-                line,
-                first: (mint.mint(), info.owner),
-                second: (mint.mint(), rng.random_range(0..workers)),
-            };
+    let mut mints: Vec<IdMint> = (0..workers).map(|w| IdMint::new(base, w, workers)).collect();
+    for _ in 0..300 {
+        if let Some(change) = random_change(rng, &index, workers, &mut mints) {
             index.apply(&change).unwrap();
         }
     }

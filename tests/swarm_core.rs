@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 
 use equipoise::swarm::cost::{normalized, CostModel, RangeQueryCost};
 use equipoise::swarm::decision::{Decision, DecisionPolicy, FiveStage, RoundSummary, Stage, Threshold};
+use equipoise::swarm::forced::random_change;
 use equipoise::swarm::geometry::{Cell, CellRect, Grid, Rect};
 use equipoise::swarm::ids::IdMint;
 use equipoise::swarm::index::{Axis, GlobalIndex, PlanChange, SplitLine};
@@ -34,50 +35,6 @@ fn random_range(rng: &mut SmallRng, rows: u32, cols: u32) -> CellRect {
         col0: c0.min(c1),
         row1: r0.max(r1),
         col1: c0.max(c1),
-    }
-}
-
-/// Applies one random valid change (move, split or merge) and returns it.
-fn random_change(rng: &mut SmallRng, index: &GlobalIndex, workers: usize, mints: &mut [IdMint]) -> Option<PlanChange> {
-    let ids: Vec<_> = index.partitions().keys().copied().collect();
-    let id = ids[rng.random_range(0..ids.len())];
-    let info = *index.info(id).unwrap();
-    match rng.random_range(0..3) {
-        0 => Some(PlanChange::Move {
-            id,
-            to: rng.random_range(0..workers),
-        }),
-        1 => {
-            let axis = if rng.random_bool(0.5) {
-                Axis::Rows
-            } else {
-                Axis::Columns
-            };
-            let lines = if axis == Axis::Rows {
-                info.rect.rows()
-            } else {
-                info.rect.cols()
-            };
-            if lines < 2 {
-                return None;
-            }
-            let mint = &mut mints[info.owner];
-            let line = SplitLine {
-                axis,
-                after: rng.random_range(0..lines - 1),
-            };
-            Some(PlanChange::Split {
-                id,
-                line,
-                first: (mint.mint(), info.owner),
-                second: (mint.mint(), rng.random_range(0..workers)),
-            })
-        }
-        _ => {
-            let owner = info.owner;
-            let all = index.partitions().iter().map(|(&id, p)| (id, p.rect, p.owner));
-            plan_merges(all, owner, &mut mints[owner]).into_iter().next()
-        }
     }
 }
 

@@ -48,6 +48,7 @@
 
 pub mod cost;
 pub mod decision;
+pub mod forced;
 pub mod geometry;
 pub mod ids;
 pub mod index;

@@ -1,0 +1,59 @@
+//! Random plan changes: the forced migration schedules that tests and
+//! benchmarks put the index (and, later, the running dataflow) through.
+
+use rand::Rng;
+
+use super::ids::IdMint;
+use super::index::{Axis, GlobalIndex, PlanChange, SplitLine};
+use super::merge::plan_merges;
+
+/// A random valid change to `index`: a move of a random partition to a
+/// random worker, a split of it at a random line (new ids from its owner's
+/// mint in `mints`, one part to a random worker), or a merge its owner can
+/// make. `None` when the drawn change is impossible (a one-cell-wide split,
+/// no mergeable pair).
+pub fn random_change(
+    rng: &mut impl Rng,
+    index: &GlobalIndex,
+    workers: usize,
+    mints: &mut [IdMint],
+) -> Option<PlanChange> {
+    let ids: Vec<_> = index.partitions().keys().copied().collect();
+    let id = ids[rng.random_range(0..ids.len())];
+    let info = *index.info(id).expect("listed partition");
+    match rng.random_range(0..3) {
+        0 => Some(PlanChange::Move {
+            id,
+            to: rng.random_range(0..workers),
+        }),
+        1 => {
+            let axis = if rng.random_bool(0.5) {
+                Axis::Rows
+            } else {
+                Axis::Columns
+            };
+            let lines = match axis {
+                Axis::Rows => info.rect.rows(),
+                Axis::Columns => info.rect.cols(),
+            };
+            if lines < 2 {
+                return None;
+            }
+            let mint = &mut mints[info.owner];
+            let line = SplitLine {
+                axis,
+                after: rng.random_range(0..lines - 1),
+            };
+            Some(PlanChange::Split {
+                id,
+                line,
+                first: (mint.mint(), info.owner),
+                second: (mint.mint(), rng.random_range(0..workers)),
+            })
+        }
+        _ => {
+            let all = index.partitions().iter().map(|(&id, p)| (id, p.rect, p.owner));
+            plan_merges(all, info.owner, &mut mints[info.owner]).into_iter().next()
+        }
+    }
+}
