@@ -9,6 +9,7 @@ pub mod hash;
 pub mod keys;
 pub mod latency;
 pub mod lines;
+pub mod scatter;
 pub mod spin;
 pub mod stash;
 

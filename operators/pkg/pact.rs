@@ -8,10 +8,12 @@ use std::rc::Rc;
 use serde::{Deserialize, Serialize};
 use timely::communication::{Pull, Push};
 use timely::dataflow::channels::pact::{LogPuller, LogPusher, ParallelizationContract};
-use timely::dataflow::channels::{Message, Stamp};
+use timely::dataflow::channels::Message;
 use timely::logging::TimelyLogger;
 use timely::progress::Timestamp;
 use timely::worker::Worker;
+
+use crate::common::scatter::Scatter;
 
 use super::hashing::Hashing;
 use super::potc::PowerOfTwoChoices;
@@ -145,69 +147,24 @@ where
         let peers = pushers.len();
         *self.counts.0.borrow_mut() = vec![0; peers];
         let pusher = GroupedPusher {
-            buffers: (0..peers).map(|_| Vec::new()).collect(),
-            pushers,
+            scatter: Scatter::new(pushers),
             router: self.grouping.router(peers, index),
             key: self.key,
             cost: self.cost,
-            sent: vec![0; peers],
             counts: self.counts,
-            current: None,
         };
         (pusher, LogPuller::new(receiver, index, identifier, logging))
     }
 }
 
-/// The sending end of a [`Grouped`] pact: routes each record, batching per
-/// destination, and flushes when the stamp changes or the stream ends.
+/// The sending end of a [`Grouped`] pact: routes each record by the policy,
+/// batching per destination.
 pub struct GroupedPusher<T, D, P, R, F> {
-    pushers: Vec<P>,
-    buffers: Vec<Vec<D>>,
+    scatter: Scatter<T, D, P>,
     router: R,
     key: F,
     cost: Option<CostFn<D>>,
-    sent: Vec<u64>,
     counts: SendCounts,
-    current: Option<Stamp<T>>,
-}
-
-impl<T: Clone, D, P: Push<Message<T, Vec<D>>>, R, F> GroupedPusher<T, D, P, R, F> {
-    fn flush(&mut self) {
-        if let Some(stamp) = &self.current {
-            for destination in 0..self.buffers.len() {
-                if !self.buffers[destination].is_empty() {
-                    send(
-                        &mut self.buffers[destination],
-                        &mut self.sent[destination],
-                        stamp,
-                        &mut self.pushers[destination],
-                    );
-                }
-            }
-        }
-    }
-
-    /// Shares the counts, including records routed but still buffered.
-    fn publish_counts(&self) {
-        let mut counts = self.counts.0.borrow_mut();
-        for ((count, sent), buffer) in counts.iter_mut().zip(&self.sent).zip(&self.buffers) {
-            *count = sent + buffer.len() as u64;
-        }
-    }
-}
-
-/// Sends `buffer` at `stamp` and counts its records in `sent`. A pusher may
-/// hand back a used container for reuse (serializing ones do) with its old
-/// records still in it: clear it.
-fn send<T: Clone, D, P: Push<Message<T, Vec<D>>>>(
-    buffer: &mut Vec<D>,
-    sent: &mut u64,
-    stamp: &Stamp<T>,
-    pusher: &mut P,
-) {
-    *sent += buffer.len() as u64;
-    Message::push_at(buffer, stamp.clone(), pusher);
-    buffer.clear();
 }
 
 impl<T, D, P, R, F> Push<Message<T, Vec<D>>> for GroupedPusher<T, D, P, R, F>
@@ -218,46 +175,13 @@ where
     F: FnMut(&D) -> u64,
 {
     fn push(&mut self, message: &mut Option<Message<T, Vec<D>>>) {
-        let Some(bundle) = message else {
-            self.flush();
-            self.current = None;
-            for pusher in self.pushers.iter_mut() {
-                pusher.done();
-            }
-            return;
-        };
-        if self.pushers.len() == 1 {
-            // One worker: nothing to choose, so pass the batch through as
-            // timely's Exchange does.
-            self.sent[0] += bundle.data.len() as u64;
-            self.publish_counts();
-            self.pushers[0].push(message);
-            return;
+        let (router, key, cost) = (&mut self.router, &mut self.key, &mut self.cost);
+        self.scatter.push(message, |_, datum| {
+            let weight = cost.as_mut().map_or(1, |cost| cost(datum));
+            router.route(key(datum), weight)
+        });
+        for (count, routed) in self.counts.0.borrow_mut().iter_mut().zip(self.scatter.routed()) {
+            *count = routed;
         }
-        if self.current.as_ref() != Some(&bundle.stamp) {
-            self.flush();
-            self.current = Some(bundle.stamp.clone());
-        }
-        let stamp = self.current.as_ref().expect("set above");
-        let capacity = timely::container::buffer::default_capacity::<D>();
-        for datum in bundle.data.drain(..) {
-            let key = (self.key)(&datum);
-            let cost = self.cost.as_mut().map_or(1, |cost| cost(&datum));
-            let destination = self.router.route(key, cost);
-            let buffer = &mut self.buffers[destination];
-            if buffer.capacity() == 0 {
-                buffer.reserve(capacity);
-            }
-            buffer.push(datum);
-            if buffer.len() >= capacity {
-                send(
-                    buffer,
-                    &mut self.sent[destination],
-                    stamp,
-                    &mut self.pushers[destination],
-                );
-            }
-        }
-        self.publish_counts();
     }
 }

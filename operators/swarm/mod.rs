@@ -46,12 +46,15 @@
 //! # Ok::<(), equipoise::common::Error>(())
 //! ```
 
+pub mod app;
 pub mod cost;
 pub mod decision;
 pub mod forced;
 pub mod geometry;
 pub mod ids;
 pub mod index;
+pub mod input;
 pub mod merge;
 pub mod rebalance;
 pub mod stats;
+pub mod workload;

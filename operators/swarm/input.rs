@@ -1,0 +1,206 @@
+//! The spatial input: CSV lines of points, queries and removals, read with
+//! line numbers and validated before the dataflow starts.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::common::lines::OnError;
+use crate::common::Error;
+
+use super::app::{Point, Query};
+use super::geometry::{Grid, OutOfBounds, Rect};
+
+/// One input record.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum Record {
+    /// `p,<id>,<x>,<y>`
+    Point(Point),
+    /// `q,<id>,<x1>,<y1>,<x2>,<y2>`
+    Query(Query),
+    /// `r,<id>`, with the rectangle of the query it removes (known from its
+    /// registration) so that it can be routed like the query.
+    Removal(Query),
+}
+
+/// Validated input: each record with the index of its line (every line
+/// counts, so that the epoch of a record is `line / batch`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SpatialInput {
+    /// Records in line order.
+    pub records: Vec<(u64, Record)>,
+    /// Lines in all (comments and blanks included).
+    pub lines: u64,
+    /// Malformed lines skipped under [`OnError::Skip`].
+    pub skipped_lines: usize,
+}
+
+impl SpatialInput {
+    /// Counts of (points, queries, removals).
+    pub fn counts(&self) -> (u64, u64, u64) {
+        self.records
+            .iter()
+            .fold((0, 0, 0), |(p, q, r), (_, record)| match record {
+                Record::Point(_) => (p + 1, q, r),
+                Record::Query(_) => (p, q + 1, r),
+                Record::Removal(_) => (p, q, r + 1),
+            })
+    }
+}
+
+/// Reads and validates `path` against `grid`.
+pub fn read_spatial(path: &Path, grid: &Grid, on_error: OnError) -> Result<SpatialInput, Error> {
+    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse_spatial(&bytes, path, grid, on_error)
+}
+
+/// Validates the lines of `bytes` (`path` names them in errors).
+pub fn parse_spatial(bytes: &[u8], path: &Path, grid: &Grid, on_error: OnError) -> Result<SpatialInput, Error> {
+    let mut input = SpatialInput::default();
+    let mut active: HashMap<u64, Rect> = HashMap::new();
+    if bytes.is_empty() {
+        return Ok(input);
+    }
+    let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    for (index, line) in body.split(|&byte| byte == b'\n').enumerate() {
+        input.lines += 1;
+        match parse_line(line, grid, &mut active) {
+            Ok(None) => {}
+            Ok(Some(record)) => input.records.push((index as u64, record)),
+            Err(reason) => match on_error {
+                OnError::Skip => input.skipped_lines += 1,
+                OnError::Fail => {
+                    return Err(Error::Line {
+                        path: path.to_owned(),
+                        line: index + 1,
+                        reason,
+                    })
+                }
+            },
+        }
+    }
+    Ok(input)
+}
+
+fn parse_line(line: &[u8], grid: &Grid, active: &mut HashMap<u64, Rect>) -> Result<Option<Record>, String> {
+    let text = std::str::from_utf8(line).map_err(|_| "not UTF-8".to_string())?.trim();
+    if text.is_empty() || text.starts_with('#') {
+        return Ok(None);
+    }
+    let fields: Vec<&str> = text.split(',').map(str::trim).collect();
+    let id = |field: &str| {
+        field
+            .parse::<u64>()
+            .map_err(|_| format!("id `{field}` is not a non-negative integer"))
+    };
+    let number = |field: &str| -> Result<f64, String> {
+        let value = field.parse::<f64>().map_err(|_| format!("`{field}` is not a number"))?;
+        if value.is_finite() {
+            Ok(value)
+        } else {
+            Err(format!("coordinate {value} is not finite"))
+        }
+    };
+    let arity = |expected: usize, form: &str| {
+        if fields.len() == expected {
+            Ok(())
+        } else {
+            Err(format!("expected {form}, found {} fields", fields.len()))
+        }
+    };
+    match fields[0] {
+        "p" => {
+            arity(4, "p,<id>,<x>,<y>")?;
+            let point = Point {
+                id: id(fields[1])?,
+                x: number(fields[2])?,
+                y: number(fields[3])?,
+            };
+            grid.cell_of(point.x, point.y, OutOfBounds::Reject)
+                .map_err(|e| e.to_string())?;
+            Ok(Some(Record::Point(point)))
+        }
+        "q" => {
+            arity(6, "q,<id>,<x1>,<y1>,<x2>,<y2>")?;
+            let query_id = id(fields[1])?;
+            let rect = Rect::new(
+                number(fields[2])?,
+                number(fields[3])?,
+                number(fields[4])?,
+                number(fields[5])?,
+            )
+            .map_err(|e| e.to_string())?;
+            grid.cells_of(&rect, OutOfBounds::Reject).map_err(|e| e.to_string())?;
+            if active.contains_key(&query_id) {
+                return Err(format!("query {query_id} is already registered"));
+            }
+            active.insert(query_id, rect);
+            Ok(Some(Record::Query(Query { id: query_id, rect })))
+        }
+        "r" => {
+            arity(2, "r,<id>")?;
+            let query_id = id(fields[1])?;
+            let rect = active
+                .remove(&query_id)
+                .ok_or_else(|| format!("removal of unknown query {query_id}"))?;
+            Ok(Some(Record::Removal(Query { id: query_id, rect })))
+        }
+        other => Err(format!("unknown record kind `{other}` (expected p, q or r)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grid() -> Grid {
+        Grid::new(Rect::new(0.0, 0.0, 10.0, 10.0).unwrap(), 4, 4).unwrap()
+    }
+
+    #[test]
+    fn parses_records_with_their_line_index() {
+        let text = b"# header\np,1,1.5,2\n\nq,7,0,0,5,5\nr,7\np,2,10,10\n";
+        let input = parse_spatial(text, Path::new("in.csv"), &grid(), OnError::Fail).unwrap();
+        assert_eq!(input.lines, 6);
+        assert_eq!(
+            input.records.iter().map(|(line, _)| *line).collect::<Vec<_>>(),
+            vec![1, 3, 4, 5]
+        );
+        assert_eq!(input.counts(), (2, 1, 1));
+        assert!(matches!(input.records[2].1, Record::Removal(Query { id: 7, .. })));
+    }
+
+    #[test]
+    fn bad_lines_are_named_or_skipped_and_counted() {
+        let cases: [(&[u8], &str); 8] = [
+            (b"p,1,2", "expected p,<id>,<x>,<y>"),
+            (b"p,x,1,1", "id `x`"),
+            (b"p,1,NaN,1", "not finite"),
+            (b"p,1,11,1", "outside the space"),
+            (b"q,1,5,5,1,1", "inverted"),
+            (b"q,1,20,20,30,30", "outside the space"),
+            (b"r,4", "removal of unknown query 4"),
+            (b"z,1", "unknown record kind `z`"),
+        ];
+        for (line, expected) in cases {
+            let text = [b"p,0,1,1\n".as_slice(), line, b"\n"].concat();
+            let error = parse_spatial(&text, Path::new("in.csv"), &grid(), OnError::Fail)
+                .unwrap_err()
+                .to_string();
+            assert!(error.starts_with("in.csv:2: ") && error.contains(expected), "{error}");
+            let input = parse_spatial(&text, Path::new("in.csv"), &grid(), OnError::Skip).unwrap();
+            assert_eq!((input.records.len(), input.skipped_lines), (1, 1));
+        }
+        let twice = parse_spatial(
+            b"q,1,0,0,1,1\nq,1,0,0,1,1\n",
+            Path::new("in.csv"),
+            &grid(),
+            OnError::Fail,
+        );
+        assert!(twice.unwrap_err().to_string().contains("already registered"));
+    }
+}
