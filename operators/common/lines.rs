@@ -40,34 +40,53 @@ pub fn read_key_lines(path: &Path, on_error: OnError) -> Result<KeyLines, Error>
 /// As [`read_key_lines`], from bytes already in memory (`path` names them in errors).
 pub fn parse_key_lines(bytes: &[u8], path: &Path, on_error: OnError) -> Result<KeyLines, Error> {
     let mut result = KeyLines::default();
+    let (_, skipped) = for_each_line(bytes, path, on_error, |_, line| {
+        let text = std::str::from_utf8(line)
+            .map_err(|error| format!("not UTF-8 (invalid byte at column {})", error.valid_up_to() + 1))?;
+        let key = text.trim();
+        if key.is_empty() {
+            result.empty_lines += 1;
+        } else {
+            result.keys.push(key.to_owned());
+        }
+        Ok(())
+    })?;
+    result.skipped_lines = skipped;
+    Ok(result)
+}
+
+/// Calls `parse` with each line of `bytes` and its 0-based index (a final
+/// newline ends the last line rather than starting an empty one). A line
+/// `parse` rejects is an error naming `path`, the line and the reason under
+/// [`OnError::Fail`], or is skipped and counted under [`OnError::Skip`].
+/// Returns the number of lines and of skipped lines.
+pub fn for_each_line(
+    bytes: &[u8],
+    path: &Path,
+    on_error: OnError,
+    mut parse: impl FnMut(usize, &[u8]) -> Result<(), String>,
+) -> Result<(usize, usize), Error> {
     if bytes.is_empty() {
-        return Ok(result);
+        return Ok((0, 0));
     }
-    // A final newline ends the last line rather than starting an empty one.
     let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let (mut lines, mut skipped) = (0, 0);
     for (index, line) in body.split(|&byte| byte == b'\n').enumerate() {
-        match std::str::from_utf8(line) {
-            Ok(text) => {
-                let key = text.trim();
-                if key.is_empty() {
-                    result.empty_lines += 1;
-                } else {
-                    result.keys.push(key.to_owned());
-                }
-            }
-            Err(error) => match on_error {
-                OnError::Skip => result.skipped_lines += 1,
+        lines += 1;
+        if let Err(reason) = parse(index, line) {
+            match on_error {
+                OnError::Skip => skipped += 1,
                 OnError::Fail => {
                     return Err(Error::Line {
                         path: path.to_owned(),
                         line: index + 1,
-                        reason: format!("not UTF-8 (invalid byte at column {})", error.valid_up_to() + 1),
+                        reason,
                     })
                 }
-            },
+            }
         }
     }
-    Ok(result)
+    Ok((lines, skipped))
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::common::lines::OnError;
+use crate::common::lines::{for_each_line, OnError};
 use crate::common::Error;
 
 use super::app::{Point, Query};
@@ -60,30 +60,19 @@ pub fn read_spatial(path: &Path, grid: &Grid, on_error: OnError) -> Result<Spati
 
 /// Validates the lines of `bytes` (`path` names them in errors).
 pub fn parse_spatial(bytes: &[u8], path: &Path, grid: &Grid, on_error: OnError) -> Result<SpatialInput, Error> {
-    let mut input = SpatialInput::default();
+    let mut records = Vec::new();
     let mut active: HashMap<u64, Rect> = HashMap::new();
-    if bytes.is_empty() {
-        return Ok(input);
-    }
-    let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-    for (index, line) in body.split(|&byte| byte == b'\n').enumerate() {
-        input.lines += 1;
-        match parse_line(line, grid, &mut active) {
-            Ok(None) => {}
-            Ok(Some(record)) => input.records.push((index as u64, record)),
-            Err(reason) => match on_error {
-                OnError::Skip => input.skipped_lines += 1,
-                OnError::Fail => {
-                    return Err(Error::Line {
-                        path: path.to_owned(),
-                        line: index + 1,
-                        reason,
-                    })
-                }
-            },
+    let (lines, skipped_lines) = for_each_line(bytes, path, on_error, |index, line| {
+        if let Some(record) = parse_line(line, grid, &mut active)? {
+            records.push((index as u64, record));
         }
-    }
-    Ok(input)
+        Ok(())
+    })?;
+    Ok(SpatialInput {
+        records,
+        lines: lines as u64,
+        skipped_lines,
+    })
 }
 
 fn parse_line(line: &[u8], grid: &Grid, active: &mut HashMap<u64, Rect>) -> Result<Option<Record>, String> {
