@@ -53,9 +53,9 @@ fn fragmented_index(rng: &mut SmallRng) -> GlobalIndex {
     let grid = Grid::new(Rect::new(0.0, 0.0, 1000.0, 1000.0).unwrap(), 256, 256).unwrap();
     let workers = 16;
     let (mut index, base) = GlobalIndex::initial(grid, workers).unwrap();
-    let mut mints: Vec<IdMint> = (0..workers).map(|w| IdMint::new(base, w, workers)).collect();
+    let mut mint = IdMint::new(base, 0, 1);
     for _ in 0..300 {
-        if let Some(change) = random_change(rng, &index, workers, &mut mints) {
+        if let Some(change) = random_change(rng, &index, workers, &mut mint) {
             index.apply(&change).unwrap();
         }
     }

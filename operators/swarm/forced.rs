@@ -8,16 +8,11 @@ use super::index::{Axis, GlobalIndex, PlanChange, SplitLine};
 use super::merge::plan_merges;
 
 /// A random valid change to `index`: a move of a random partition to a
-/// random worker, a split of it at a random line (new ids from its owner's
-/// mint in `mints`, one part to a random worker), or a merge its owner can
+/// random worker, a split of it at a random line (new ids from
+/// `mint`, one part to a random worker), or a merge its owner can
 /// make. `None` when the drawn change is impossible (a one-cell-wide split,
 /// no mergeable pair).
-pub fn random_change(
-    rng: &mut impl Rng,
-    index: &GlobalIndex,
-    workers: usize,
-    mints: &mut [IdMint],
-) -> Option<PlanChange> {
+pub fn random_change(rng: &mut impl Rng, index: &GlobalIndex, workers: usize, mint: &mut IdMint) -> Option<PlanChange> {
     let ids: Vec<_> = index.partitions().keys().copied().collect();
     let id = ids[rng.random_range(0..ids.len())];
     let info = *index.info(id).expect("listed partition");
@@ -39,7 +34,6 @@ pub fn random_change(
             if lines < 2 {
                 return None;
             }
-            let mint = &mut mints[info.owner];
             let line = SplitLine {
                 axis,
                 after: rng.random_range(0..lines - 1),
@@ -53,7 +47,7 @@ pub fn random_change(
         }
         _ => {
             let all = index.partitions().iter().map(|(&id, p)| (id, p.rect, p.owner));
-            plan_merges(all, info.owner, &mut mints[info.owner]).into_iter().next()
+            plan_merges(all, info.owner, mint).into_iter().next()
         }
     }
 }

@@ -47,6 +47,7 @@
 //! ```
 
 pub mod app;
+pub mod coordinator;
 pub mod cost;
 pub mod decision;
 pub mod forced;
@@ -55,6 +56,8 @@ pub mod ids;
 pub mod index;
 pub mod input;
 pub mod merge;
+pub mod plan;
 pub mod rebalance;
 pub mod stats;
+pub mod store;
 pub mod workload;

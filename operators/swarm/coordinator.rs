@@ -1,0 +1,185 @@
+//! The coordinator's side of load balancing: from the two numbers every
+//! worker sends per round, decide, ask for reductions, and conclude the
+//! round's plan update.
+
+use std::time::Instant;
+
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use serde::{Deserialize, Serialize};
+
+use super::cost::{normalized, system_received, WorkerLoad};
+use super::decision::{Decision, DecisionPolicy, RoundSummary};
+use super::forced::random_change;
+use super::ids::{IdMint, PartitionId};
+use super::index::{GlobalIndex, PlanChange};
+use super::plan::PlanUpdate;
+use super::rebalance::ReductionRequest;
+
+/// What a worker sends the coordinator at the end of a round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundReport {
+    /// The worker.
+    pub worker: usize,
+    /// Num(C(m)) and R(m).
+    pub load: WorkerLoad,
+    /// Merges of its own partitions (every M rounds, else empty).
+    pub merges: Vec<PlanChange>,
+}
+
+/// A request to a worker to shed load toward `low_worker`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ReductionAsk {
+    /// 0 for the most loaded worker, 1 for the next, ...
+    pub rank: usize,
+    /// The figures it needs.
+    pub request: ReductionRequest,
+    /// The least loaded worker.
+    pub low_worker: usize,
+}
+
+/// How the plan evolves.
+pub enum Policy {
+    /// Never change the initial plan (the baseline).
+    Static,
+    /// SWARM: a decision policy, then reductions from the workers.
+    Adaptive(Box<dyn DecisionPolicy + Send>),
+    /// A random move, split or merge every round (tests the migrations).
+    Forced(SmallRng),
+}
+
+impl Policy {
+    /// A forced schedule seeded with `seed`.
+    pub fn forced(seed: u64) -> Self {
+        Policy::Forced(SmallRng::seed_from_u64(seed))
+    }
+}
+
+/// Counts of what the coordinator ordered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Orders {
+    /// Rounds concluded.
+    pub rounds: u64,
+    /// Rounds whose update changed the plan beyond merges.
+    pub rebalanced: u64,
+    /// Partitions moved whole.
+    pub moves: u64,
+    /// Partitions split.
+    pub splits: u64,
+    /// Pairs of partitions merged.
+    pub merges: u64,
+}
+
+/// The coordinator (on worker 0).
+pub struct Coordinator {
+    policy: Policy,
+    index: GlobalIndex,
+    mint: IdMint,
+    workers: usize,
+    margin: f64,
+    plan_lag: u64,
+    last_round: Instant,
+    pending_merges: Vec<PlanChange>,
+    forced: Option<PlanChange>,
+    orders: Orders,
+}
+
+impl Coordinator {
+    /// A coordinator for `workers` workers under the initial plan `index`;
+    /// updates take effect `plan_lag + 1` epochs after the round end that
+    /// decided them; forced changes mint ids from `mint`.
+    pub fn new(policy: Policy, index: GlobalIndex, mint: IdMint, workers: usize, plan_lag: u64) -> Self {
+        Coordinator {
+            policy,
+            index,
+            mint,
+            workers,
+            margin: 0.05,
+            plan_lag,
+            last_round: Instant::now(),
+            pending_merges: Vec::new(),
+            forced: None,
+            orders: Orders::default(),
+        }
+    }
+
+    /// What was ordered so far.
+    pub fn orders(&self) -> Orders {
+        self.orders
+    }
+
+    /// A round ended with these reports (one per worker): decides, and
+    /// returns the reduction requests to send, by worker.
+    pub fn round_end(&mut self, mut reports: Vec<RoundReport>) -> Vec<(usize, ReductionAsk)> {
+        reports.sort_by_key(|report| report.worker);
+        self.pending_merges = reports.iter_mut().flat_map(|report| report.merges.drain(..)).collect();
+        let loads: Vec<WorkerLoad> = reports.iter().map(|report| report.load).collect();
+        let elapsed = self.last_round.elapsed().as_secs_f64().max(1e-9);
+        self.last_round = Instant::now();
+        match &mut self.policy {
+            Policy::Static => {
+                self.pending_merges.clear();
+                Vec::new()
+            }
+            Policy::Forced(rng) => {
+                self.forced = random_change(rng, &self.index, self.workers, &mut self.mint);
+                Vec::new()
+            }
+            Policy::Adaptive(decision) => {
+                let received = system_received(&loads);
+                let costs: Vec<f64> = loads.iter().map(|load| normalized(load.work, received)).collect();
+                let verdict = decision.decide(&RoundSummary { throughput: received / elapsed, costs: &costs });
+                if verdict.decision == Decision::DoNothing || costs.len() < 2 {
+                    return Vec::new();
+                }
+                let mut order: Vec<usize> = (0..costs.len()).collect();
+                order.sort_by(|&a, &b| costs[b].total_cmp(&costs[a]).then(a.cmp(&b)));
+                let low_worker = *order.last().expect("two or more workers");
+                let request = ReductionRequest { low_cost: costs[low_worker], system_received: received, margin: self.margin };
+                order[..order.len() - 1]
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &worker)| costs[worker] > costs[low_worker])
+                    .map(|(rank, &worker)| (worker, ReductionAsk { rank, request, low_worker }))
+                    .collect()
+            }
+        }
+    }
+
+    /// Concludes the round that ended at epoch `time`: the first proposal in
+    /// rank order that changes something (the most loaded worker's, else the
+    /// next one's, as if asked in turn), or the forced change, plus the
+    /// workers' merges that touch none of its partitions.
+    pub fn conclude(&mut self, time: u64, mut proposals: Vec<(usize, Vec<PlanChange>)>) -> PlanUpdate {
+        proposals.sort_by_key(|(rank, _)| *rank);
+        let mut changes: Vec<PlanChange> = match self.forced.take() {
+            Some(change) => vec![change],
+            None => proposals.into_iter().map(|(_, changes)| changes).find(|changes| !changes.is_empty()).unwrap_or_default(),
+        };
+        let busy: Vec<PartitionId> = changes.iter().flat_map(touched).collect();
+        if !changes.is_empty() {
+            self.orders.rebalanced += 1;
+        }
+        changes.extend(self.pending_merges.drain(..).filter(|merge| touched(merge).iter().all(|id| !busy.contains(id))));
+        // Keep only what applies, in order, to the coordinator's plan; the
+        // workers apply the same list to theirs.
+        changes.retain(|change| self.index.apply(change).is_ok());
+        for change in &changes {
+            match change {
+                PlanChange::Move { .. } => self.orders.moves += 1,
+                PlanChange::Split { .. } => self.orders.splits += 1,
+                PlanChange::Merge { .. } => self.orders.merges += 1,
+            }
+        }
+        self.orders.rounds += 1;
+        PlanUpdate { effective: time + self.plan_lag + 1, changes }
+    }
+}
+
+/// The partitions a change reads or replaces.
+fn touched(change: &PlanChange) -> Vec<PartitionId> {
+    match *change {
+        PlanChange::Move { id, .. } | PlanChange::Split { id, .. } => vec![id],
+        PlanChange::Merge { first, second, .. } => vec![first, second],
+    }
+}

@@ -1,0 +1,206 @@
+//! A worker's partitions: their application state and statistics, how
+//! records update them, and how plan changes split, merge and move them.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::common::Error;
+
+use super::app::{PartitionState, Point};
+use super::cost::{CostModel, WorkerLoad};
+use super::geometry::{Cell, CellRect, OutOfBounds};
+use super::ids::{IdMint, PartitionId};
+use super::index::{GlobalIndex, PlanChange};
+use super::input::Record;
+use super::merge::plan_merges;
+use super::plan::PlanUpdate;
+use super::rebalance::{plan_reduction, Candidate, Reduction, ReductionRequest};
+use super::stats::PartitionStats;
+
+/// One partition held by a worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Partition<S> {
+    /// Its cells.
+    pub rect: CellRect,
+    /// Its statistics.
+    pub stats: PartitionStats,
+    /// Its application state.
+    pub state: S,
+}
+
+/// A partition on its way to a new owner.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartitionPacket<S> {
+    /// Its id.
+    pub id: PartitionId,
+    /// Everything it holds.
+    pub partition: Partition<S>,
+}
+
+/// The partitions one worker holds, with its copy of the plan.
+#[derive(Debug, Clone)]
+pub struct Store<S> {
+    me: usize,
+    index: GlobalIndex,
+    partitions: HashMap<PartitionId, Partition<S>>,
+    mint: IdMint,
+}
+
+impl<S: PartitionState> Store<S> {
+    /// Worker `me`'s empty partitions under the initial plan `index`; ids it
+    /// mints come from `mint`.
+    pub fn new(me: usize, index: GlobalIndex, mint: IdMint) -> Self {
+        let partitions = index
+            .partitions()
+            .iter()
+            .filter(|(_, info)| info.owner == me)
+            .map(|(&id, info)| {
+                let stats = PartitionStats::new(info.rect.rows(), info.rect.cols());
+                (id, Partition { rect: info.rect, stats, state: S::default() })
+            })
+            .collect();
+        Store { me, index, partitions, mint }
+    }
+
+    /// This worker's copy of the plan.
+    pub fn index(&self) -> &GlobalIndex {
+        &self.index
+    }
+
+    /// The partitions held.
+    pub fn partitions(&self) -> &HashMap<PartitionId, Partition<S>> {
+        &self.partitions
+    }
+
+    fn held(&mut self, id: PartitionId) -> &mut Partition<S> {
+        // Routing by the plan valid at a record's time sends it only to the
+        // partition's owner at that time, which holds it.
+        self.partitions.get_mut(&id).unwrap_or_else(|| panic!("worker {} does not hold partition {id}", self.me))
+    }
+
+    /// Applies one record routed to partition `id` in round `round`: queries
+    /// are registered or removed, points evaluated (each match reported to
+    /// `matched` as (query id, point id)). Returns the point–query checks made.
+    pub fn apply_record(&mut self, id: PartitionId, record: &Record, round: u64, matched: &mut dyn FnMut(u64, u64)) -> u64 {
+        let grid = self.index.grid().clone();
+        let partition = self.held(id);
+        let rect = partition.rect;
+        let clip = |query: &super::app::Query| {
+            grid.cells_of(&query.rect, OutOfBounds::Clamp)
+                .expect("queries are validated on input")
+                .intersection(&rect)
+                .expect("a query copy goes only to partitions it overlaps")
+                .relative_to(&rect)
+        };
+        match record {
+            Record::Query(query) => {
+                partition.stats.record_query(&clip(query));
+                partition.state.add_query(*query, round);
+                0
+            }
+            Record::Removal(query) => {
+                partition.stats.record_removal(&clip(query));
+                partition.state.remove_query(query.id);
+                0
+            }
+            Record::Point(point) => {
+                let Point { id: point_id, x, y } = *point;
+                let cell = grid.cell_of(x, y, OutOfBounds::Clamp).expect("points are validated on input");
+                partition.stats.record_point(Cell { row: cell.row - rect.row0, col: cell.col - rect.col0 });
+                partition.state.evaluate(point, &mut |query_id| matched(query_id, point_id))
+            }
+        }
+    }
+
+    /// Ends the round on every partition (Algorithm 2) and returns the two
+    /// numbers for the coordinator.
+    pub fn end_round(&mut self, model: &dyn CostModel) -> WorkerLoad {
+        for partition in self.partitions.values_mut() {
+            partition.stats.end_round();
+        }
+        let totals: Vec<_> = self.partitions.values().map(|p| p.stats.totals()).collect();
+        WorkerLoad::of(model, &totals)
+    }
+
+    /// The merges of this worker's adjacent partitions whose union is a rectangle.
+    pub fn plan_merges(&mut self) -> Vec<PlanChange> {
+        let all = self.index.partitions().iter().map(|(&id, info)| (id, info.rect, info.owner));
+        plan_merges(all, self.me, &mut self.mint)
+    }
+
+    /// This worker's answer to a reduction request (Algorithm 3), as plan
+    /// changes moving load to `low_worker`.
+    pub fn propose_reduction(&mut self, model: &dyn CostModel, request: &ReductionRequest, low_worker: usize) -> Vec<PlanChange> {
+        let candidates: Vec<Candidate<'_>> = self
+            .partitions
+            .iter()
+            .map(|(&id, p)| Candidate { id, rect: p.rect, stats: &p.stats })
+            .collect();
+        match plan_reduction(model, request, &candidates) {
+            Reduction::Move { ids, .. } => ids.into_iter().map(|id| PlanChange::Move { id, to: low_worker }).collect(),
+            Reduction::Split { id, line, move_second, .. } => {
+                let (first, second) = (self.mint.mint(), self.mint.mint());
+                let (first_owner, second_owner) = if move_second { (self.me, low_worker) } else { (low_worker, self.me) };
+                vec![PlanChange::Split { id, line, first: (first, first_owner), second: (second, second_owner) }]
+            }
+            Reduction::None { .. } => Vec::new(),
+        }
+    }
+
+    /// Applies a plan update at the end of round `round` (its effective time
+    /// is the next epoch): splits and merges the partitions held, then takes
+    /// out those the new plan gives to other workers, as packets for them.
+    pub fn apply_update(&mut self, update: &PlanUpdate, round: u64) -> Result<Vec<(usize, PartitionPacket<S>)>, Error> {
+        let grid = self.index.grid().clone();
+        for change in &update.changes {
+            match *change {
+                PlanChange::Move { .. } => {}
+                PlanChange::Split { id, line, first, second } => {
+                    if let Some(whole) = self.partitions.remove(&id) {
+                        let (a, b) = line.parts(&whole.rect).ok_or_else(|| Error::invalid("plan change", format!("{line:?} outside {id}")))?;
+                        let (state_a, state_b) = whole.state.split(&grid, &a, &b);
+                        let stats_a = whole.stats.split_part(line.axis, line.after, false, &state_a.query_cells(&grid, &a, round));
+                        let stats_b = whole.stats.split_part(line.axis, line.after, true, &state_b.query_cells(&grid, &b, round));
+                        self.partitions.insert(first.0, Partition { rect: a, stats: stats_a, state: state_a });
+                        self.partitions.insert(second.0, Partition { rect: b, stats: stats_b, state: state_b });
+                    }
+                }
+                PlanChange::Merge { first, second, into } => {
+                    if let (Some(a), Some(b)) = (self.partitions.remove(&first), self.partitions.remove(&second)) {
+                        let rect = a.rect.union_if_rectangle(&b.rect).ok_or_else(|| {
+                            Error::invalid("plan change", format!("partitions {first} and {second} do not form a rectangle"))
+                        })?;
+                        let mut state = a.state;
+                        state.merge(b.state);
+                        let stats = PartitionStats::merged(&a.stats, &a.rect, &b.stats, &b.rect, &state.query_cells(&grid, &rect, round));
+                        self.partitions.insert(into, Partition { rect, stats, state });
+                    }
+                }
+            }
+            self.index.apply(change)?;
+        }
+        let leaving: Vec<PartitionId> = self
+            .partitions
+            .keys()
+            .copied()
+            .filter(|id| self.index.info(*id).is_none_or(|info| info.owner != self.me))
+            .collect();
+        let mut packets = Vec::new();
+        for id in leaving {
+            let partition = self.partitions.remove(&id).expect("listed");
+            let owner = self
+                .index
+                .info(id)
+                .ok_or_else(|| Error::invalid("plan change", format!("held partition {id} left the plan")))?
+                .owner;
+            packets.push((owner, PartitionPacket { id, partition }));
+        }
+        Ok(packets)
+    }
+
+    /// Installs a partition moved here.
+    pub fn install(&mut self, packet: PartitionPacket<S>) {
+        self.partitions.insert(packet.id, packet.partition);
+    }
+}
