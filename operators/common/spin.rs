@@ -55,8 +55,14 @@ impl BusyWork {
     /// Does the work.
     #[inline]
     pub fn run(&self) {
-        if self.iterations > 0 {
-            burn(self.iterations);
+        self.repeat(1);
+    }
+
+    /// Does the work `times` times.
+    #[inline]
+    pub fn repeat(&self, times: u64) {
+        if self.iterations > 0 && times > 0 {
+            burn(self.iterations * times);
         }
     }
 }

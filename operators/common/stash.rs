@@ -35,13 +35,24 @@ impl<T: Timestamp + TotalOrder, S: Default> TimeStash<T, S> {
     }
 
     /// Hands every time the frontier has passed to `each`, in time order.
-    pub fn drain_complete(&mut self, frontier: &MutableAntichain<T>, mut each: impl FnMut(Capability<T>, S)) {
+    pub fn drain_complete(&mut self, frontier: &MutableAntichain<T>, each: impl FnMut(Capability<T>, S)) {
+        self.drain_while(|time| !frontier.less_equal(time), each);
+    }
+
+    /// Hands the pending times to `each` in time order, while `complete`
+    /// holds for them.
+    pub fn drain_while(&mut self, mut complete: impl FnMut(&T) -> bool, mut each: impl FnMut(Capability<T>, S)) {
         while let Some(entry) = self.pending.first_entry() {
-            if frontier.less_equal(entry.key()) {
+            if !complete(entry.key()) {
                 break;
             }
             let (cap, state) = entry.remove();
             each(cap, state);
         }
+    }
+
+    /// The earliest pending time.
+    pub fn first_time(&self) -> Option<&T> {
+        self.pending.keys().next()
     }
 }

@@ -128,19 +128,35 @@ impl Coordinator {
             Policy::Adaptive(decision) => {
                 let received = system_received(&loads);
                 let costs: Vec<f64> = loads.iter().map(|load| normalized(load.work, received)).collect();
-                let verdict = decision.decide(&RoundSummary { throughput: received / elapsed, costs: &costs });
+                let verdict = decision.decide(&RoundSummary {
+                    throughput: received / elapsed,
+                    costs: &costs,
+                });
                 if verdict.decision == Decision::DoNothing || costs.len() < 2 {
                     return Vec::new();
                 }
                 let mut order: Vec<usize> = (0..costs.len()).collect();
                 order.sort_by(|&a, &b| costs[b].total_cmp(&costs[a]).then(a.cmp(&b)));
                 let low_worker = *order.last().expect("two or more workers");
-                let request = ReductionRequest { low_cost: costs[low_worker], system_received: received, margin: self.margin };
+                let request = ReductionRequest {
+                    low_cost: costs[low_worker],
+                    system_received: received,
+                    margin: self.margin,
+                };
                 order[..order.len() - 1]
                     .iter()
                     .enumerate()
                     .filter(|&(_, &worker)| costs[worker] > costs[low_worker])
-                    .map(|(rank, &worker)| (worker, ReductionAsk { rank, request, low_worker }))
+                    .map(|(rank, &worker)| {
+                        (
+                            worker,
+                            ReductionAsk {
+                                rank,
+                                request,
+                                low_worker,
+                            },
+                        )
+                    })
                     .collect()
             }
         }
@@ -154,13 +170,21 @@ impl Coordinator {
         proposals.sort_by_key(|(rank, _)| *rank);
         let mut changes: Vec<PlanChange> = match self.forced.take() {
             Some(change) => vec![change],
-            None => proposals.into_iter().map(|(_, changes)| changes).find(|changes| !changes.is_empty()).unwrap_or_default(),
+            None => proposals
+                .into_iter()
+                .map(|(_, changes)| changes)
+                .find(|changes| !changes.is_empty())
+                .unwrap_or_default(),
         };
         let busy: Vec<PartitionId> = changes.iter().flat_map(touched).collect();
         if !changes.is_empty() {
             self.orders.rebalanced += 1;
         }
-        changes.extend(self.pending_merges.drain(..).filter(|merge| touched(merge).iter().all(|id| !busy.contains(id))));
+        changes.extend(
+            self.pending_merges
+                .drain(..)
+                .filter(|merge| touched(merge).iter().all(|id| !busy.contains(id))),
+        );
         // Keep only what applies, in order, to the coordinator's plan; the
         // workers apply the same list to theirs.
         changes.retain(|change| self.index.apply(change).is_ok());
@@ -172,7 +196,10 @@ impl Coordinator {
             }
         }
         self.orders.rounds += 1;
-        PlanUpdate { effective: time + self.plan_lag + 1, changes }
+        PlanUpdate {
+            effective: time + self.plan_lag + 1,
+            changes,
+        }
     }
 }
 

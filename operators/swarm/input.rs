@@ -1,7 +1,7 @@
 //! The spatial input: CSV lines of points, queries and removals, read with
 //! line numbers and validated before the dataflow starts.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -61,9 +61,9 @@ pub fn read_spatial(path: &Path, grid: &Grid, on_error: OnError) -> Result<Spati
 /// Validates the lines of `bytes` (`path` names them in errors).
 pub fn parse_spatial(bytes: &[u8], path: &Path, grid: &Grid, on_error: OnError) -> Result<SpatialInput, Error> {
     let mut records = Vec::new();
-    let mut active: HashMap<u64, Rect> = HashMap::new();
+    let mut queries = QueryIds::default();
     let (lines, skipped_lines) = for_each_line(bytes, path, on_error, |index, line| {
-        if let Some(record) = parse_line(line, grid, &mut active)? {
+        if let Some(record) = parse_line(line, grid, &mut queries)? {
             records.push((index as u64, record));
         }
         Ok(())
@@ -75,7 +75,15 @@ pub fn parse_spatial(bytes: &[u8], path: &Path, grid: &Grid, on_error: OnError) 
     })
 }
 
-fn parse_line(line: &[u8], grid: &Grid, active: &mut HashMap<u64, Rect>) -> Result<Option<Record>, String> {
+/// Query ids seen so far: the rectangles of the active ones, and every id
+/// ever registered (ids are never reused, so a removal is unambiguous).
+#[derive(Default)]
+struct QueryIds {
+    active: HashMap<u64, Rect>,
+    used: HashSet<u64>,
+}
+
+fn parse_line(line: &[u8], grid: &Grid, queries: &mut QueryIds) -> Result<Option<Record>, String> {
     let text = std::str::from_utf8(line).map_err(|_| "not UTF-8".to_string())?.trim();
     if text.is_empty() || text.starts_with('#') {
         return Ok(None);
@@ -124,16 +132,17 @@ fn parse_line(line: &[u8], grid: &Grid, active: &mut HashMap<u64, Rect>) -> Resu
             )
             .map_err(|e| e.to_string())?;
             grid.cells_of(&rect, OutOfBounds::Reject).map_err(|e| e.to_string())?;
-            if active.contains_key(&query_id) {
-                return Err(format!("query {query_id} is already registered"));
+            if !queries.used.insert(query_id) {
+                return Err(format!("query id {query_id} was already registered"));
             }
-            active.insert(query_id, rect);
+            queries.active.insert(query_id, rect);
             Ok(Some(Record::Query(Query { id: query_id, rect })))
         }
         "r" => {
             arity(2, "r,<id>")?;
             let query_id = id(fields[1])?;
-            let rect = active
+            let rect = queries
+                .active
                 .remove(&query_id)
                 .ok_or_else(|| format!("removal of unknown query {query_id}"))?;
             Ok(Some(Record::Removal(Query { id: query_id, rect })))

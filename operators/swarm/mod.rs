@@ -49,13 +49,16 @@
 pub mod app;
 pub mod coordinator;
 pub mod cost;
+pub mod dataflow;
 pub mod decision;
 pub mod forced;
 pub mod geometry;
 pub mod ids;
 pub mod index;
 pub mod input;
+pub mod job;
 pub mod merge;
+pub mod pact;
 pub mod plan;
 pub mod rebalance;
 pub mod stats;

@@ -42,7 +42,10 @@ impl PlanHistory {
         if update.effective <= latest {
             return Err(Error::invalid(
                 "plan update",
-                format!("effective at {} but the plan already changes at {latest}", update.effective),
+                format!(
+                    "effective at {} but the plan already changes at {latest}",
+                    update.effective
+                ),
             ));
         }
         let mut next = index.clone();
@@ -55,7 +58,11 @@ impl PlanHistory {
 
     /// The plan that routes epoch `time`.
     pub fn at(&self, time: u64) -> &GlobalIndex {
-        self.versions.range(..=time).next_back().map(|(_, index)| index).expect("version 0 exists")
+        self.versions
+            .range(..=time)
+            .next_back()
+            .map(|(_, index)| index)
+            .expect("version 0 exists")
     }
 
     /// Drops the versions no epoch at or after `time` uses.

@@ -57,10 +57,22 @@ impl<S: PartitionState> Store<S> {
             .filter(|(_, info)| info.owner == me)
             .map(|(&id, info)| {
                 let stats = PartitionStats::new(info.rect.rows(), info.rect.cols());
-                (id, Partition { rect: info.rect, stats, state: S::default() })
+                (
+                    id,
+                    Partition {
+                        rect: info.rect,
+                        stats,
+                        state: S::default(),
+                    },
+                )
             })
             .collect();
-        Store { me, index, partitions, mint }
+        Store {
+            me,
+            index,
+            partitions,
+            mint,
+        }
     }
 
     /// This worker's copy of the plan.
@@ -76,13 +88,21 @@ impl<S: PartitionState> Store<S> {
     fn held(&mut self, id: PartitionId) -> &mut Partition<S> {
         // Routing by the plan valid at a record's time sends it only to the
         // partition's owner at that time, which holds it.
-        self.partitions.get_mut(&id).unwrap_or_else(|| panic!("worker {} does not hold partition {id}", self.me))
+        self.partitions
+            .get_mut(&id)
+            .unwrap_or_else(|| panic!("worker {} does not hold partition {id}", self.me))
     }
 
     /// Applies one record routed to partition `id` in round `round`: queries
     /// are registered or removed, points evaluated (each match reported to
     /// `matched` as (query id, point id)). Returns the point–query checks made.
-    pub fn apply_record(&mut self, id: PartitionId, record: &Record, round: u64, matched: &mut dyn FnMut(u64, u64)) -> u64 {
+    pub fn apply_record(
+        &mut self,
+        id: PartitionId,
+        record: &Record,
+        round: u64,
+        matched: &mut dyn FnMut(u64, u64),
+    ) -> u64 {
         let grid = self.index.grid().clone();
         let partition = self.held(id);
         let rect = partition.rect;
@@ -106,9 +126,16 @@ impl<S: PartitionState> Store<S> {
             }
             Record::Point(point) => {
                 let Point { id: point_id, x, y } = *point;
-                let cell = grid.cell_of(x, y, OutOfBounds::Clamp).expect("points are validated on input");
-                partition.stats.record_point(Cell { row: cell.row - rect.row0, col: cell.col - rect.col0 });
-                partition.state.evaluate(point, &mut |query_id| matched(query_id, point_id))
+                let cell = grid
+                    .cell_of(x, y, OutOfBounds::Clamp)
+                    .expect("points are validated on input");
+                partition.stats.record_point(Cell {
+                    row: cell.row - rect.row0,
+                    col: cell.col - rect.col0,
+                });
+                partition
+                    .state
+                    .evaluate(point, &mut |query_id| matched(query_id, point_id))
             }
         }
     }
@@ -125,24 +152,51 @@ impl<S: PartitionState> Store<S> {
 
     /// The merges of this worker's adjacent partitions whose union is a rectangle.
     pub fn plan_merges(&mut self) -> Vec<PlanChange> {
-        let all = self.index.partitions().iter().map(|(&id, info)| (id, info.rect, info.owner));
+        let all = self
+            .index
+            .partitions()
+            .iter()
+            .map(|(&id, info)| (id, info.rect, info.owner));
         plan_merges(all, self.me, &mut self.mint)
     }
 
     /// This worker's answer to a reduction request (Algorithm 3), as plan
     /// changes moving load to `low_worker`.
-    pub fn propose_reduction(&mut self, model: &dyn CostModel, request: &ReductionRequest, low_worker: usize) -> Vec<PlanChange> {
+    pub fn propose_reduction(
+        &mut self,
+        model: &dyn CostModel,
+        request: &ReductionRequest,
+        low_worker: usize,
+    ) -> Vec<PlanChange> {
         let candidates: Vec<Candidate<'_>> = self
             .partitions
             .iter()
-            .map(|(&id, p)| Candidate { id, rect: p.rect, stats: &p.stats })
+            .map(|(&id, p)| Candidate {
+                id,
+                rect: p.rect,
+                stats: &p.stats,
+            })
             .collect();
         match plan_reduction(model, request, &candidates) {
-            Reduction::Move { ids, .. } => ids.into_iter().map(|id| PlanChange::Move { id, to: low_worker }).collect(),
-            Reduction::Split { id, line, move_second, .. } => {
+            Reduction::Move { ids, .. } => ids
+                .into_iter()
+                .map(|id| PlanChange::Move { id, to: low_worker })
+                .collect(),
+            Reduction::Split {
+                id, line, move_second, ..
+            } => {
                 let (first, second) = (self.mint.mint(), self.mint.mint());
-                let (first_owner, second_owner) = if move_second { (self.me, low_worker) } else { (low_worker, self.me) };
-                vec![PlanChange::Split { id, line, first: (first, first_owner), second: (second, second_owner) }]
+                let (first_owner, second_owner) = if move_second {
+                    (self.me, low_worker)
+                } else {
+                    (low_worker, self.me)
+                };
+                vec![PlanChange::Split {
+                    id,
+                    line,
+                    first: (first, first_owner),
+                    second: (second, second_owner),
+                }]
             }
             Reduction::None { .. } => Vec::new(),
         }
@@ -156,24 +210,62 @@ impl<S: PartitionState> Store<S> {
         for change in &update.changes {
             match *change {
                 PlanChange::Move { .. } => {}
-                PlanChange::Split { id, line, first, second } => {
+                PlanChange::Split {
+                    id,
+                    line,
+                    first,
+                    second,
+                } => {
                     if let Some(whole) = self.partitions.remove(&id) {
-                        let (a, b) = line.parts(&whole.rect).ok_or_else(|| Error::invalid("plan change", format!("{line:?} outside {id}")))?;
+                        let (a, b) = line
+                            .parts(&whole.rect)
+                            .ok_or_else(|| Error::invalid("plan change", format!("{line:?} outside {id}")))?;
                         let (state_a, state_b) = whole.state.split(&grid, &a, &b);
-                        let stats_a = whole.stats.split_part(line.axis, line.after, false, &state_a.query_cells(&grid, &a, round));
-                        let stats_b = whole.stats.split_part(line.axis, line.after, true, &state_b.query_cells(&grid, &b, round));
-                        self.partitions.insert(first.0, Partition { rect: a, stats: stats_a, state: state_a });
-                        self.partitions.insert(second.0, Partition { rect: b, stats: stats_b, state: state_b });
+                        let stats_a = whole.stats.split_part(
+                            line.axis,
+                            line.after,
+                            false,
+                            &state_a.query_cells(&grid, &a, round),
+                        );
+                        let stats_b =
+                            whole
+                                .stats
+                                .split_part(line.axis, line.after, true, &state_b.query_cells(&grid, &b, round));
+                        self.partitions.insert(
+                            first.0,
+                            Partition {
+                                rect: a,
+                                stats: stats_a,
+                                state: state_a,
+                            },
+                        );
+                        self.partitions.insert(
+                            second.0,
+                            Partition {
+                                rect: b,
+                                stats: stats_b,
+                                state: state_b,
+                            },
+                        );
                     }
                 }
                 PlanChange::Merge { first, second, into } => {
                     if let (Some(a), Some(b)) = (self.partitions.remove(&first), self.partitions.remove(&second)) {
                         let rect = a.rect.union_if_rectangle(&b.rect).ok_or_else(|| {
-                            Error::invalid("plan change", format!("partitions {first} and {second} do not form a rectangle"))
+                            Error::invalid(
+                                "plan change",
+                                format!("partitions {first} and {second} do not form a rectangle"),
+                            )
                         })?;
                         let mut state = a.state;
                         state.merge(b.state);
-                        let stats = PartitionStats::merged(&a.stats, &a.rect, &b.stats, &b.rect, &state.query_cells(&grid, &rect, round));
+                        let stats = PartitionStats::merged(
+                            &a.stats,
+                            &a.rect,
+                            &b.stats,
+                            &b.rect,
+                            &state.query_cells(&grid, &rect, round),
+                        );
                         self.partitions.insert(into, Partition { rect, stats, state });
                     }
                 }

@@ -1,0 +1,366 @@
+//! The spatial job behind `examples/spatial.rs`, the tour and the
+//! benchmarks: continuous range queries over a point stream, balanced by
+//! SWARM (or not), with every worker's figures gathered into a
+//! [`SpatialReport`] at worker 0.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use timely::dataflow::operators::vec::Input;
+use timely::dataflow::InputHandle;
+
+use crate::common::cluster::ClusterArgs;
+use crate::common::gather::gather_at_first_worker;
+use crate::common::latency::LatencySummary;
+use crate::common::spin::BusyWork;
+use crate::common::Error;
+
+use super::app::RangeQueries;
+use super::coordinator::{Orders, Policy};
+use super::dataflow::{swarm, ExecutorFigures, SwarmConfig};
+use super::decision::{FiveStage, Threshold};
+use super::geometry::Grid;
+use super::input::{Record, SpatialInput};
+
+/// How the coordinator decides, for `--decision`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum DecisionSpec {
+    /// `paper`: the five-stage mechanism with β = 20.
+    Paper,
+    /// `threshold:<tau>`: rebalance when max/mean cost exceeds τ.
+    Threshold(f64),
+}
+
+impl FromStr for DecisionSpec {
+    type Err = Error;
+    fn from_str(text: &str) -> Result<Self, Error> {
+        match text.split_once(':') {
+            None if text == "paper" => Ok(DecisionSpec::Paper),
+            Some(("threshold", tau)) => match tau.parse::<f64>() {
+                Ok(tau) if tau.is_finite() && tau >= 1.0 => Ok(DecisionSpec::Threshold(tau)),
+                _ => Err(Error::invalid(
+                    "--decision",
+                    format!("threshold `{tau}` is not a number ≥ 1"),
+                )),
+            },
+            _ => Err(Error::invalid(
+                "--decision",
+                format!("`{text}`: expected paper or threshold:<tau>"),
+            )),
+        }
+    }
+}
+
+impl fmt::Display for DecisionSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecisionSpec::Paper => f.write_str("paper"),
+            DecisionSpec::Threshold(tau) => write!(f, "threshold:{tau}"),
+        }
+    }
+}
+
+/// How the plan evolves, for `--policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum PolicySpec {
+    /// `static`: the initial plan, never changed.
+    Static,
+    /// `swarm`: SWARM's load balancing, deciding by the given rule.
+    Swarm(DecisionSpec),
+    /// `forced:<seed>`: a random move, split or merge every round, to test
+    /// migrations.
+    Forced(u64),
+}
+
+impl PolicySpec {
+    fn build(&self) -> Policy {
+        match *self {
+            PolicySpec::Static => Policy::Static,
+            PolicySpec::Swarm(DecisionSpec::Paper) => Policy::Adaptive(Box::new(FiveStage::default())),
+            PolicySpec::Swarm(DecisionSpec::Threshold(tau)) => Policy::Adaptive(Box::new(Threshold { tau })),
+            PolicySpec::Forced(seed) => Policy::forced(seed),
+        }
+    }
+}
+
+impl fmt::Display for PolicySpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PolicySpec::Static => f.write_str("static"),
+            PolicySpec::Swarm(_) => f.write_str("swarm"),
+            PolicySpec::Forced(seed) => write!(f, "forced:{seed}"),
+        }
+    }
+}
+
+/// Settings of one spatial run.
+#[derive(Debug, Clone)]
+pub struct SpatialJob {
+    /// The space and its cells.
+    pub grid: Grid,
+    /// The validated records.
+    pub input: Arc<SpatialInput>,
+    /// Lines per epoch.
+    pub batch: u64,
+    /// Epochs per load-balancing round.
+    pub round: u64,
+    /// Merge adjacent partitions every this many rounds.
+    pub merge_every: u64,
+    /// Busy work per point–query check (calibrated on an idle core).
+    pub work_per_check: Duration,
+    /// The plan's policy.
+    pub policy: PolicySpec,
+    /// Epochs a worker may have open before it waits for the oldest.
+    pub max_in_flight: u64,
+    /// Print a progress line to stderr about once a second.
+    pub progress: bool,
+}
+
+/// Counts of migrations.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Migrations {
+    /// Whole-partition moves ordered.
+    pub moves: u64,
+    /// Splits ordered.
+    pub splits: u64,
+    /// Merges ordered.
+    pub merges: u64,
+    /// Partitions sent between workers.
+    pub partitions_moved: u64,
+    /// Bytes of state sent between workers.
+    pub bytes_moved: u64,
+}
+
+/// The report of a spatial run: the contract of `spatial --report`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpatialReport {
+    /// `static`, `swarm` or `forced:<seed>`.
+    pub policy: String,
+    /// The decision rule (for `swarm`).
+    pub decision: String,
+    /// Workers in all processes.
+    pub workers: usize,
+    /// Processes.
+    pub processes: usize,
+    /// Points read.
+    pub points: u64,
+    /// Queries registered.
+    pub queries: u64,
+    /// Queries removed.
+    pub removals: u64,
+    /// (query, point) matches.
+    pub matches: u64,
+    /// Wrapping sum over matches of splitmix64(query id XOR splitmix64(point id)).
+    pub matches_digest: u64,
+    /// Point–query checks per worker.
+    pub per_worker_work: Vec<u64>,
+    /// Wall-clock seconds each worker spent evaluating points.
+    pub per_worker_busy_s: Vec<f64>,
+    /// max ÷ mean of `per_worker_work`.
+    pub max_over_mean_work: f64,
+    /// Load-balancing rounds concluded.
+    pub rounds: u64,
+    /// Rounds whose update moved or split partitions.
+    pub rebalanced_rounds: u64,
+    /// What migrated.
+    pub migrations: Migrations,
+    /// Partitions at the end.
+    pub partitions_final: u64,
+    /// Epoch completion latency over every worker's epochs.
+    pub latency_ms: LatencySummary,
+    /// Wall-clock seconds from the first record to the last result.
+    pub elapsed_s: f64,
+    /// Points per second.
+    pub points_per_s: f64,
+    /// Malformed lines skipped under `--on-error skip`.
+    pub skipped_lines: usize,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct WorkerFigures {
+    executor: ExecutorFigures,
+    orders: Orders,
+    latencies_us: Vec<u64>,
+    elapsed_s: f64,
+}
+
+/// Runs the job on the cluster `cluster` describes; the report comes back in
+/// the process hosting worker 0 (`None` elsewhere).
+pub fn run_spatial(job: SpatialJob, cluster: &ClusterArgs) -> Result<Option<SpatialReport>, Error> {
+    if job.batch == 0 {
+        return Err(Error::invalid("--batch", "must be at least 1"));
+    }
+    if job.round == 0 {
+        return Err(Error::invalid("--round", "must be at least 1"));
+    }
+    let timely_config = cluster.config()?;
+    let processes = cluster.processes;
+    let result = Arc::new(Mutex::new(None));
+    let slot = Arc::clone(&result);
+    let guards = timely::execute(timely_config, move |worker| {
+        let figures = run_worker(worker, &job);
+        let gathered = gather_at_first_worker(worker, figures);
+        if worker.index() == 0 {
+            *slot.lock().expect("report slot") = Some(assemble(&job, processes, gathered));
+        }
+    })
+    .map_err(Error::Runtime)?;
+    for outcome in guards.join() {
+        outcome.map_err(Error::Runtime)?;
+    }
+    let report = result.lock().expect("report slot").take();
+    Ok(report)
+}
+
+fn run_worker(worker: &mut timely::worker::Worker, job: &SpatialJob) -> WorkerFigures {
+    let (index, peers) = (worker.index(), worker.peers());
+    let mut input = InputHandle::new();
+    let config = SwarmConfig {
+        grid: job.grid.clone(),
+        round: job.round,
+        merge_every: job.merge_every,
+        work_per_check: BusyWork::new(job.work_per_check),
+    };
+    let handles = worker.dataflow::<u64, _, _>(|scope| {
+        swarm::<RangeQueries>(scope.input_from(&mut input), &config, job.policy.build())
+    });
+    let records = &job.input.records;
+    let epochs = job.input.lines.div_ceil(job.batch);
+    let mut next = 0usize;
+    let mut open: VecDeque<(u64, Instant)> = VecDeque::new();
+    let mut latencies_us = Vec::with_capacity(epochs as usize);
+    let start = Instant::now();
+    let mut last_progress = start;
+    let retire = |open: &mut VecDeque<(u64, Instant)>, latencies_us: &mut Vec<u64>| {
+        while let Some(&(epoch, began)) = open.front() {
+            if handles.probe.less_equal(&epoch) {
+                break;
+            }
+            latencies_us.push(began.elapsed().as_micros() as u64);
+            open.pop_front();
+        }
+    };
+    for epoch in 0..epochs {
+        let began = Instant::now();
+        let end = (epoch + 1) * job.batch;
+        while next < records.len() && records[next].0 < end {
+            let (line, record) = records[next];
+            if line % peers as u64 == index as u64 {
+                input.send(record);
+            }
+            next += 1;
+        }
+        input.advance_to(epoch + 1);
+        open.push_back((epoch, began));
+        while open.len() as u64 >= job.max_in_flight.max(1) {
+            worker.step_or_park(None);
+            retire(&mut open, &mut latencies_us);
+        }
+        retire(&mut open, &mut latencies_us);
+        if job.progress && index == 0 && last_progress.elapsed() >= Duration::from_secs(1) {
+            last_progress = Instant::now();
+            eprintln!("[spatial] epoch {} of {epochs}, {} epochs open", epoch + 1, open.len());
+        }
+    }
+    drop(input);
+    while !handles.probe.done() {
+        worker.step_or_park(None);
+        retire(&mut open, &mut latencies_us);
+    }
+    retire(&mut open, &mut latencies_us);
+    let executor = handles.figures.borrow().clone();
+    let orders = *handles.orders.borrow();
+    WorkerFigures {
+        executor,
+        orders,
+        latencies_us,
+        elapsed_s: start.elapsed().as_secs_f64(),
+    }
+}
+
+fn assemble(job: &SpatialJob, processes: usize, figures: Vec<WorkerFigures>) -> SpatialReport {
+    let (points, queries, removals) = job.input.counts();
+    let per_worker_work: Vec<u64> = figures.iter().map(|f| f.executor.checks).collect();
+    let total: u64 = per_worker_work.iter().sum();
+    let max = per_worker_work.iter().copied().max().unwrap_or(0);
+    let mean = total as f64 / figures.len() as f64;
+    let orders = figures[0].orders;
+    let latencies: Vec<u64> = figures.iter().flat_map(|f| f.latencies_us.iter().copied()).collect();
+    let elapsed_s = figures.iter().map(|f| f.elapsed_s).fold(0.0, f64::max);
+    SpatialReport {
+        policy: job.policy.to_string(),
+        decision: match job.policy {
+            PolicySpec::Swarm(decision) => decision.to_string(),
+            _ => "none".into(),
+        },
+        workers: figures.len(),
+        processes,
+        points,
+        queries,
+        removals,
+        matches: figures.iter().map(|f| f.executor.matches).sum(),
+        matches_digest: figures.iter().fold(0u64, |sum, f| sum.wrapping_add(f.executor.digest)),
+        per_worker_busy_s: figures.iter().map(|f| f.executor.busy_ns as f64 / 1e9).collect(),
+        max_over_mean_work: if total == 0 { 1.0 } else { max as f64 / mean },
+        per_worker_work,
+        rounds: orders.rounds,
+        rebalanced_rounds: orders.rebalanced,
+        migrations: Migrations {
+            moves: orders.moves,
+            splits: orders.splits,
+            merges: orders.merges,
+            partitions_moved: figures.iter().map(|f| f.executor.partitions_moved).sum(),
+            bytes_moved: figures.iter().map(|f| f.executor.bytes_moved).sum(),
+        },
+        partitions_final: figures.iter().map(|f| f.executor.partitions_held).sum(),
+        latency_ms: LatencySummary::from_micros(&latencies),
+        elapsed_s,
+        points_per_s: if elapsed_s > 0.0 {
+            points as f64 / elapsed_s
+        } else {
+            0.0
+        },
+        skipped_lines: job.input.skipped_lines,
+    }
+}
+
+/// The matches of `input` by brute force: every point against every query
+/// registered at an epoch ≤ the point's and not removed at an epoch ≤ it.
+/// The reference the dataflow is tested against.
+pub fn brute_force_matches(input: &SpatialInput, batch: u64) -> (u64, u64) {
+    use super::dataflow::match_digest;
+    let epoch = |line: u64| line / batch.max(1);
+    let mut active: Vec<(super::app::Query, u64)> = Vec::new();
+    let (mut matches, mut digest) = (0u64, 0u64);
+    let mut by_epoch: std::collections::BTreeMap<u64, Vec<&Record>> = std::collections::BTreeMap::new();
+    for (line, record) in &input.records {
+        by_epoch.entry(epoch(*line)).or_default().push(record);
+    }
+    for records in by_epoch.values() {
+        for record in records {
+            if let Record::Query(query) = record {
+                active.push((*query, 0));
+            }
+        }
+        for record in records {
+            if let Record::Removal(query) = record {
+                active.retain(|(held, _)| held.id != query.id);
+            }
+        }
+        for record in records {
+            if let Record::Point(point) = record {
+                for (query, _) in &active {
+                    if query.rect.contains(point.x, point.y) {
+                        matches += 1;
+                        digest = digest.wrapping_add(match_digest(query.id, point.id));
+                    }
+                }
+            }
+        }
+    }
+    (matches, digest)
+}
