@@ -3,6 +3,7 @@
 //! summaries and workload generators.
 
 pub mod cluster;
+pub mod driver;
 pub mod error;
 pub mod gather;
 pub mod hash;

@@ -2,8 +2,47 @@
 //! worker and pushed when a batch fills, the stamp changes or the stream
 //! ends. The pacts differ only in how they pick each record's destination.
 
-use timely::communication::Push;
+use std::rc::Rc;
+
+use serde::{Deserialize, Serialize};
+use timely::communication::{Pull, Push};
+use timely::dataflow::channels::pact::{LogPuller, LogPusher};
 use timely::dataflow::channels::{Message, Stamp};
+use timely::logging::TimelyLogger;
+use timely::progress::Timestamp;
+use timely::worker::Worker;
+
+/// A pusher to one worker, logged as timely's own pacts log theirs.
+pub type LoggedPusher<T, D> = LogPusher<Box<dyn Push<Message<T, Vec<D>>>>>;
+/// The receiving end of an exchange, logged.
+pub type LoggedPuller<T, D> = LogPuller<Box<dyn Pull<Message<T, Vec<D>>>>>;
+/// A [`Scatter`] over logged pushers.
+pub type LoggedScatter<T, D> = Scatter<T, D, LoggedPusher<T, D>>;
+
+/// Allocates an exchange channel for a pact's `connect`: a [`Scatter`] over
+/// logged pushers to every worker, and the logged puller.
+pub fn allocate_scatter<T, D>(
+    worker: &Worker,
+    identifier: usize,
+    address: Rc<[usize]>,
+    logging: Option<TimelyLogger>,
+) -> (LoggedScatter<T, D>, LoggedPuller<T, D>)
+where
+    T: Timestamp,
+    D: Serialize + for<'a> Deserialize<'a> + Send + 'static,
+{
+    let (senders, receiver) = worker.allocate::<Message<T, Vec<D>>>(identifier, address);
+    let index = worker.index();
+    let pushers = senders
+        .into_iter()
+        .enumerate()
+        .map(|(target, pusher)| LogPusher::new(pusher, index, target, identifier, logging.clone()))
+        .collect();
+    (
+        Scatter::new(pushers),
+        LogPuller::new(receiver, index, identifier, logging),
+    )
+}
 
 /// Batches records per destination and pushes them at their stamp.
 pub struct Scatter<T, D, P> {

@@ -6,14 +6,14 @@ use std::marker::PhantomData;
 use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
-use timely::communication::{Pull, Push};
-use timely::dataflow::channels::pact::{LogPuller, LogPusher, ParallelizationContract};
+use timely::communication::Push;
+use timely::dataflow::channels::pact::ParallelizationContract;
 use timely::dataflow::channels::Message;
 use timely::logging::TimelyLogger;
 use timely::progress::Timestamp;
 use timely::worker::Worker;
 
-use crate::common::scatter::Scatter;
+use crate::common::scatter::{allocate_scatter, LoggedPuller, LoggedPusher, Scatter};
 
 use super::hashing::Hashing;
 use super::potc::PowerOfTwoChoices;
@@ -127,8 +127,8 @@ where
     G: Grouping,
     F: FnMut(&D) -> u64 + 'static,
 {
-    type Pusher = GroupedPusher<T, D, LogPusher<Box<dyn Push<Message<T, Vec<D>>>>>, G::Router, F>;
-    type Puller = LogPuller<Box<dyn Pull<Message<T, Vec<D>>>>>;
+    type Pusher = GroupedPusher<T, D, LoggedPusher<T, D>, G::Router, F>;
+    type Puller = LoggedPuller<T, D>;
 
     fn connect(
         self,
@@ -137,23 +137,17 @@ where
         address: Rc<[usize]>,
         logging: Option<TimelyLogger>,
     ) -> (Self::Pusher, Self::Puller) {
-        let (senders, receiver) = worker.allocate::<Message<T, Vec<D>>>(identifier, address);
-        let index = worker.index();
-        let pushers: Vec<_> = senders
-            .into_iter()
-            .enumerate()
-            .map(|(target, pusher)| LogPusher::new(pusher, index, target, identifier, logging.clone()))
-            .collect();
-        let peers = pushers.len();
+        let (scatter, puller) = allocate_scatter(worker, identifier, address, logging);
+        let peers = scatter.peers();
         *self.counts.0.borrow_mut() = vec![0; peers];
         let pusher = GroupedPusher {
-            scatter: Scatter::new(pushers),
-            router: self.grouping.router(peers, index),
+            scatter,
+            router: self.grouping.router(peers, worker.index()),
             key: self.key,
             cost: self.cost,
             counts: self.counts,
         };
-        (pusher, LogPuller::new(receiver, index, identifier, logging))
+        (pusher, puller)
     }
 }
 

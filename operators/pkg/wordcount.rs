@@ -7,9 +7,9 @@
 //! Every worker's figures are gathered at worker 0 into a [`WordcountReport`].
 
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -18,7 +18,7 @@ use timely::dataflow::operators::{Inspect, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 
 use crate::common::cluster::ClusterArgs;
-use crate::common::gather::gather_at_first_worker;
+use crate::common::driver::{drive_epochs, run_gathered};
 use crate::common::hash::{fnv1a64, key_hash, splitmix64};
 use crate::common::keys::{key_name, KeySampler};
 use crate::common::latency::LatencySummary;
@@ -162,23 +162,13 @@ pub fn run_wordcount(config: WordcountConfig, cluster: &ClusterArgs) -> Result<O
     if config.batch == 0 {
         return Err(Error::invalid("--batch", "must be at least 1"));
     }
-    let timely_config = cluster.config()?;
     let processes = cluster.processes;
-    let result = Arc::new(Mutex::new(None));
-    let result_slot = Arc::clone(&result);
-    let guards = timely::execute(timely_config, move |worker| {
-        let figures = run_worker(worker, &config);
-        let gathered = gather_at_first_worker(worker, figures);
-        if worker.index() == 0 {
-            *result_slot.lock().expect("report slot") = Some(assemble(&config, processes, gathered));
-        }
-    })
-    .map_err(Error::Runtime)?;
-    for outcome in guards.join() {
-        outcome.map_err(Error::Runtime)?;
-    }
-    let report = result.lock().expect("report slot").take();
-    Ok(report)
+    let shared = config.clone();
+    run_gathered(
+        cluster,
+        move |worker| run_worker(worker, &shared),
+        move |figures| assemble(&config, processes, figures),
+    )
 }
 
 fn run_worker(worker: &mut timely::worker::Worker, config: &WordcountConfig) -> WorkerFigures {
@@ -224,58 +214,24 @@ fn run_worker(worker: &mut timely::worker::Worker, config: &WordcountConfig) -> 
     });
 
     let records = config.source.len();
-    let epochs = records.div_ceil(config.batch);
-    let mut open: VecDeque<(u64, Instant)> = VecDeque::new();
-    let mut latencies_us = Vec::with_capacity(epochs as usize);
-    let start = Instant::now();
-    let mut last_progress = start;
-    let retire = |open: &mut VecDeque<(u64, Instant)>, latencies_us: &mut Vec<u64>| {
-        while let Some(&(epoch, began)) = open.front() {
-            if probe.less_equal(&epoch) {
-                break;
+    let progress = config.progress.then_some("wordcount");
+    let times = drive_epochs(
+        worker,
+        input,
+        &probe,
+        records.div_ceil(config.batch),
+        config.max_in_flight,
+        progress,
+        |epoch, input| {
+            let (first, end) = (epoch * config.batch, records.min((epoch + 1) * config.batch));
+            // The first record of this epoch that is this worker's share.
+            let mut next = first + (index as u64 + peers as u64 - first % peers as u64) % peers as u64;
+            while next < end {
+                input.send(config.source.key(next));
+                next += peers as u64;
             }
-            latencies_us.push(began.elapsed().as_micros() as u64);
-            open.pop_front();
-        }
-    };
-    for epoch in 0..epochs {
-        let began = Instant::now();
-        let end = records.min((epoch + 1) * config.batch);
-        let first = epoch * config.batch;
-        // The first record of this epoch that is this worker's share.
-        let mut next = first + (index as u64 + peers as u64 - first % peers as u64) % peers as u64;
-        while next < end {
-            input.send(config.source.key(next));
-            next += peers as u64;
-        }
-        input.advance_to(epoch + 1);
-        open.push_back((epoch, began));
-        while open.len() as u64 >= config.max_in_flight.max(1) {
-            // Park when idle rather than spin, so that on a machine with
-            // fewer cores than workers the idle ones leave the CPU to the busy.
-            worker.step_or_park(None);
-            retire(&mut open, &mut latencies_us);
-        }
-        retire(&mut open, &mut latencies_us);
-        if config.progress && index == 0 && last_progress.elapsed() >= Duration::from_secs(1) {
-            last_progress = Instant::now();
-            let done = (epoch + 1).min(epochs) * config.batch;
-            eprintln!(
-                "[wordcount] {} of {} records, {:.0} records/s, {} epochs open",
-                done.min(records),
-                records,
-                done.min(records) as f64 / start.elapsed().as_secs_f64(),
-                open.len()
-            );
-        }
-    }
-    drop(input);
-    while !probe.done() {
-        worker.step_or_park(None);
-        retire(&mut open, &mut latencies_us);
-    }
-    retire(&mut open, &mut latencies_us);
-    let elapsed_s = start.elapsed().as_secs_f64();
+        },
+    );
 
     let finals = finals.take();
     WorkerFigures {
@@ -286,9 +242,9 @@ fn run_worker(worker: &mut timely::worker::Worker, config: &WordcountConfig) -> 
         digest: finals
             .iter()
             .fold(0u64, |sum, (key, &count)| sum.wrapping_add(count_digest(key, count))),
-        latencies_us,
+        latencies_us: times.latencies_us,
         top: top.take(),
-        elapsed_s,
+        elapsed_s: times.elapsed_s,
     }
 }
 

@@ -3,18 +3,17 @@
 //! SWARM (or not), with every worker's figures gathered into a
 //! [`SpatialReport`] at worker 0.
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use timely::dataflow::operators::vec::Input;
 use timely::dataflow::InputHandle;
 
 use crate::common::cluster::ClusterArgs;
-use crate::common::gather::gather_at_first_worker;
+use crate::common::driver::{drive_epochs, run_gathered};
 use crate::common::latency::LatencySummary;
 use crate::common::spin::BusyWork;
 use crate::common::Error;
@@ -197,23 +196,13 @@ pub fn run_spatial(job: SpatialJob, cluster: &ClusterArgs) -> Result<Option<Spat
     if job.round == 0 {
         return Err(Error::invalid("--round", "must be at least 1"));
     }
-    let timely_config = cluster.config()?;
     let processes = cluster.processes;
-    let result = Arc::new(Mutex::new(None));
-    let slot = Arc::clone(&result);
-    let guards = timely::execute(timely_config, move |worker| {
-        let figures = run_worker(worker, &job);
-        let gathered = gather_at_first_worker(worker, figures);
-        if worker.index() == 0 {
-            *slot.lock().expect("report slot") = Some(assemble(&job, processes, gathered));
-        }
-    })
-    .map_err(Error::Runtime)?;
-    for outcome in guards.join() {
-        outcome.map_err(Error::Runtime)?;
-    }
-    let report = result.lock().expect("report slot").take();
-    Ok(report)
+    let shared = job.clone();
+    run_gathered(
+        cluster,
+        move |worker| run_worker(worker, &shared),
+        move |figures| assemble(&job, processes, figures),
+    )
 }
 
 fn run_worker(worker: &mut timely::worker::Worker, job: &SpatialJob) -> WorkerFigures {
@@ -229,56 +218,34 @@ fn run_worker(worker: &mut timely::worker::Worker, job: &SpatialJob) -> WorkerFi
         swarm::<RangeQueries>(scope.input_from(&mut input), &config, job.policy.build())
     });
     let records = &job.input.records;
-    let epochs = job.input.lines.div_ceil(job.batch);
     let mut next = 0usize;
-    let mut open: VecDeque<(u64, Instant)> = VecDeque::new();
-    let mut latencies_us = Vec::with_capacity(epochs as usize);
-    let start = Instant::now();
-    let mut last_progress = start;
-    let retire = |open: &mut VecDeque<(u64, Instant)>, latencies_us: &mut Vec<u64>| {
-        while let Some(&(epoch, began)) = open.front() {
-            if handles.probe.less_equal(&epoch) {
-                break;
+    let progress = job.progress.then_some("spatial");
+    let epochs = job.input.lines.div_ceil(job.batch);
+    let times = drive_epochs(
+        worker,
+        input,
+        &handles.probe,
+        epochs,
+        job.max_in_flight,
+        progress,
+        |epoch, input| {
+            let end = (epoch + 1) * job.batch;
+            while next < records.len() && records[next].0 < end {
+                let (line, record) = records[next];
+                if line % peers as u64 == index as u64 {
+                    input.send(record);
+                }
+                next += 1;
             }
-            latencies_us.push(began.elapsed().as_micros() as u64);
-            open.pop_front();
-        }
-    };
-    for epoch in 0..epochs {
-        let began = Instant::now();
-        let end = (epoch + 1) * job.batch;
-        while next < records.len() && records[next].0 < end {
-            let (line, record) = records[next];
-            if line % peers as u64 == index as u64 {
-                input.send(record);
-            }
-            next += 1;
-        }
-        input.advance_to(epoch + 1);
-        open.push_back((epoch, began));
-        while open.len() as u64 >= job.max_in_flight.max(1) {
-            worker.step_or_park(None);
-            retire(&mut open, &mut latencies_us);
-        }
-        retire(&mut open, &mut latencies_us);
-        if job.progress && index == 0 && last_progress.elapsed() >= Duration::from_secs(1) {
-            last_progress = Instant::now();
-            eprintln!("[spatial] epoch {} of {epochs}, {} epochs open", epoch + 1, open.len());
-        }
-    }
-    drop(input);
-    while !handles.probe.done() {
-        worker.step_or_park(None);
-        retire(&mut open, &mut latencies_us);
-    }
-    retire(&mut open, &mut latencies_us);
+        },
+    );
     let executor = handles.figures.borrow().clone();
     let orders = *handles.orders.borrow();
     WorkerFigures {
         executor,
         orders,
-        latencies_us,
-        elapsed_s: start.elapsed().as_secs_f64(),
+        latencies_us: times.latencies_us,
+        elapsed_s: times.elapsed_s,
     }
 }
 

@@ -11,13 +11,13 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
-use timely::communication::{Pull, Push};
-use timely::dataflow::channels::pact::{LogPuller, LogPusher, ParallelizationContract};
+use timely::communication::Push;
+use timely::dataflow::channels::pact::ParallelizationContract;
 use timely::dataflow::channels::Message;
 use timely::logging::TimelyLogger;
 use timely::worker::Worker;
 
-use crate::common::scatter::Scatter;
+use crate::common::scatter::{allocate_scatter, LoggedPuller, LoggedPusher, Scatter};
 
 use super::ids::PartitionId;
 use super::plan::PlanHistory;
@@ -40,8 +40,8 @@ impl<R> ParallelizationContract<u64, Vec<(PartitionId, R)>> for SwarmPact
 where
     R: Serialize + for<'a> Deserialize<'a> + Send + 'static,
 {
-    type Pusher = SwarmPusher<R, LogPusher<Box<dyn Push<Message<u64, Vec<(PartitionId, R)>>>>>>;
-    type Puller = LogPuller<Box<dyn Pull<Message<u64, Vec<(PartitionId, R)>>>>>;
+    type Pusher = SwarmPusher<R, LoggedPusher<u64, (PartitionId, R)>>;
+    type Puller = LoggedPuller<u64, (PartitionId, R)>;
 
     fn connect(
         self,
@@ -50,18 +50,14 @@ where
         address: Rc<[usize]>,
         logging: Option<TimelyLogger>,
     ) -> (Self::Pusher, Self::Puller) {
-        let (senders, receiver) = worker.allocate::<Message<u64, Vec<(PartitionId, R)>>>(identifier, address);
-        let index = worker.index();
-        let pushers = senders
-            .into_iter()
-            .enumerate()
-            .map(|(target, pusher)| LogPusher::new(pusher, index, target, identifier, logging.clone()))
-            .collect();
-        let pusher = SwarmPusher {
-            scatter: Scatter::new(pushers),
-            history: self.history,
-        };
-        (pusher, LogPuller::new(receiver, index, identifier, logging))
+        let (scatter, puller) = allocate_scatter(worker, identifier, address, logging);
+        (
+            SwarmPusher {
+                scatter,
+                history: self.history,
+            },
+            puller,
+        )
     }
 }
 

@@ -1,0 +1,116 @@
+//! Running a job on a timely cluster: feeding epochs while measuring their
+//! completion latency, and gathering every worker's figures into one report.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::{InputHandle, ProbeHandle};
+use timely::worker::Worker;
+use timely::ExchangeData;
+
+use super::cluster::ClusterArgs;
+use super::error::Error;
+use super::gather::gather_at_first_worker;
+
+/// Runs `job` on every worker of the cluster `cluster` describes, gathers
+/// what each returns at worker 0 and returns `assemble`'s report of them in
+/// the process that hosts worker 0 (`None` in the others).
+pub fn run_gathered<F, R>(
+    cluster: &ClusterArgs,
+    job: impl Fn(&mut Worker) -> F + Send + Sync + 'static,
+    assemble: impl Fn(Vec<F>) -> R + Send + Sync + 'static,
+) -> Result<Option<R>, Error>
+where
+    F: ExchangeData + Clone,
+    R: Send + 'static,
+{
+    let result = Arc::new(Mutex::new(None));
+    let slot = Arc::clone(&result);
+    let guards = timely::execute(cluster.config()?, move |worker| {
+        let figures = job(worker);
+        let gathered = gather_at_first_worker(worker, figures);
+        if worker.index() == 0 {
+            *slot.lock().expect("report slot") = Some(assemble(gathered));
+        }
+    })
+    .map_err(Error::Runtime)?;
+    for outcome in guards.join() {
+        outcome.map_err(Error::Runtime)?;
+    }
+    let report = result.lock().expect("report slot").take();
+    Ok(report)
+}
+
+/// How the epochs of one worker went.
+#[derive(Debug, Clone, Default)]
+pub struct EpochTimes {
+    /// Completion latency of each epoch, from its first record to the probe
+    /// passing it, in microseconds.
+    pub latencies_us: Vec<u64>,
+    /// Seconds from the first record until the probe was done.
+    pub elapsed_s: f64,
+}
+
+/// Feeds epochs `0..epochs` into `input` (`feed` sends this worker's records
+/// of an epoch), keeping at most `max_in_flight` epochs open, then closes the
+/// input and runs until `probe` is done. A worker waiting parks rather than
+/// spins, so that on a machine with fewer cores than workers the idle ones
+/// leave the CPU to the busy. With `progress`, worker 0 prints a line to
+/// stderr about once a second, labelled with it.
+pub fn drive_epochs<D: Clone + 'static>(
+    worker: &mut Worker,
+    mut input: InputHandle<u64, CapacityContainerBuilder<Vec<D>>>,
+    probe: &ProbeHandle<u64>,
+    epochs: u64,
+    max_in_flight: u64,
+    progress: Option<&str>,
+    mut feed: impl FnMut(u64, &mut InputHandle<u64, CapacityContainerBuilder<Vec<D>>>),
+) -> EpochTimes {
+    let mut open: VecDeque<(u64, Instant)> = VecDeque::new();
+    let mut times = EpochTimes {
+        latencies_us: Vec::with_capacity(epochs as usize),
+        elapsed_s: 0.0,
+    };
+    let retire = |open: &mut VecDeque<(u64, Instant)>, latencies: &mut Vec<u64>| {
+        while let Some(&(epoch, began)) = open.front() {
+            if probe.less_equal(&epoch) {
+                break;
+            }
+            latencies.push(began.elapsed().as_micros() as u64);
+            open.pop_front();
+        }
+    };
+    let start = Instant::now();
+    let mut last_progress = start;
+    for epoch in 0..epochs {
+        open.push_back((epoch, Instant::now()));
+        feed(epoch, &mut input);
+        input.advance_to(epoch + 1);
+        while open.len() as u64 >= max_in_flight.max(1) {
+            worker.step_or_park(None);
+            retire(&mut open, &mut times.latencies_us);
+        }
+        retire(&mut open, &mut times.latencies_us);
+        if let Some(label) = progress.filter(|_| worker.index() == 0) {
+            if last_progress.elapsed() >= Duration::from_secs(1) {
+                last_progress = Instant::now();
+                let rate = (epoch + 1) as f64 / start.elapsed().as_secs_f64();
+                eprintln!(
+                    "[{label}] epoch {} of {epochs}, {rate:.0} epochs/s, {} open",
+                    epoch + 1,
+                    open.len()
+                );
+            }
+        }
+    }
+    drop(input);
+    while !probe.done() {
+        worker.step_or_park(None);
+        retire(&mut open, &mut times.latencies_us);
+    }
+    retire(&mut open, &mut times.latencies_us);
+    times.elapsed_s = start.elapsed().as_secs_f64();
+    times
+}
