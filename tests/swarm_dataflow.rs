@@ -10,6 +10,9 @@ use equipoise::swarm::geometry::{Grid, Rect};
 use equipoise::swarm::input::SpatialInput;
 use equipoise::swarm::job::{brute_force_matches, run_spatial, DecisionSpec, PolicySpec, SpatialJob, SpatialReport};
 use equipoise::swarm::workload::Hotspots;
+use support::{report, run_example, run_two_processes, scratch};
+
+mod support;
 
 fn grid() -> Grid {
     Grid::new(Rect::new(0.0, 0.0, 100.0, 100.0).unwrap(), 16, 16).unwrap()
@@ -72,5 +75,118 @@ fn matches_equal_brute_force_under_every_policy_and_worker_count() {
                 }
             }
         }
+    }
+}
+
+#[test]
+fn two_processes_with_migrations_match_one_static_worker() {
+    let common = [
+        "--workload",
+        "hotspot",
+        "--points",
+        "20000",
+        "--queries",
+        "300",
+        "--grid",
+        "16x16",
+        "--batch",
+        "500",
+        "--round",
+        "2",
+    ];
+    let single = scratch("spatial-single.json");
+    let out = run_example(
+        "spatial",
+        &[
+            &common[..],
+            &["--policy", "static", "--report", single.to_str().unwrap()],
+        ]
+        .concat(),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let single = report(&single);
+    assert!(single["matches"].as_u64().unwrap() > 0);
+    for policy in ["forced:7", "swarm"] {
+        let cluster = scratch(&format!("spatial-{policy}.json"));
+        run_two_processes(
+            "spatial",
+            &[&common[..], &["--policy", policy, "--decision", "threshold:1.1"]].concat(),
+            &cluster,
+        );
+        let cluster = report(&cluster);
+        assert_eq!(
+            (cluster["workers"].as_u64(), cluster["processes"].as_u64()),
+            (Some(4), Some(2))
+        );
+        assert_eq!(cluster["matches"], single["matches"], "{policy}");
+        assert_eq!(cluster["matches_digest"], single["matches_digest"], "{policy}");
+        let moved = &cluster["migrations"]["partitions_moved"];
+        assert!(moved.as_u64().unwrap() > 0, "{policy}: no partition crossed workers");
+    }
+}
+
+#[test]
+fn bad_spatial_input_is_named_or_skipped() {
+    let file = scratch("bad.csv");
+    std::fs::write(
+        &file,
+        "# points and queries\nq,1,0,0,50,50\np,1,10,10\np,2,NaN,3\nq,2,9,9,1,1\np,3,2000,1\nr,9\nr,1\n",
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    let out = run_example(
+        "spatial",
+        &["--input", path, "--bounds", "0,0,100,100", "--grid", "8x8"],
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("{path}:4: ")) && stderr.contains("not finite"),
+        "{stderr}"
+    );
+
+    let skip = scratch("bad-skip.json");
+    let args = [
+        "--input",
+        path,
+        "--bounds",
+        "0,0,100,100",
+        "--grid",
+        "8x8",
+        "--on-error",
+        "skip",
+        "-w",
+        "2",
+        "--batch",
+        "1",
+    ];
+    let out = run_example("spatial", &[&args[..], &["--report", skip.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let skip = report(&skip);
+    // NaN, the inverted rectangle, the point outside and the unknown removal.
+    assert_eq!(skip["skipped_lines"], 4);
+    assert_eq!(
+        (
+            skip["points"].as_u64(),
+            skip["queries"].as_u64(),
+            skip["removals"].as_u64()
+        ),
+        (Some(1), Some(1), Some(1))
+    );
+    assert_eq!(skip["matches"], 1);
+
+    for (flag, value, expected) in [
+        ("--bounds", "0,0,1", "expected four numbers"),
+        ("--grid", "8by8", "expected C1xC2"),
+        ("--policy", "dynamic", "expected swarm, static or forced"),
+        ("--decision", "threshold:0.5", "not a number ≥ 1"),
+    ] {
+        let out = run_example("spatial", &[flag, value, "--points", "10"]);
+        assert!(!out.status.success(), "{flag} {value}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(expected),
+            "{flag} {value}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }

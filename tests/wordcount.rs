@@ -3,9 +3,6 @@
 //! workers with a hostfile on 127.0.0.1, and the handling of bad input.
 
 use std::collections::HashMap;
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +11,9 @@ use equipoise::common::keys::{KeySampler, KeySpec};
 use equipoise::pkg::ranking::top_of;
 use equipoise::pkg::wordcount::{count_digest, run_wordcount, KeySource, WordcountConfig};
 use equipoise::pkg::Scheme;
-use serde_json::Value;
+use support::{report, run_two_processes, scratch};
+
+mod support;
 
 fn synthetic(records: u64) -> KeySource {
     let spec: KeySpec = "zipf:1.3:2000".parse().unwrap();
@@ -94,33 +93,8 @@ fn pkg_balances_where_key_grouping_does_not() {
 
 // ---- the example binary ----
 
-fn example() -> PathBuf {
-    // target/<profile>/deps/<this test> -> target/<profile>/examples/wordcount
-    let mut path = std::env::current_exe().unwrap();
-    path.pop();
-    path.pop();
-    path.push("examples");
-    path.push("wordcount");
-    assert!(path.exists(), "build the examples first: {}", path.display());
-    path
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("equipoise-wordcount-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn run_example(args: &[&str]) -> Output {
-    Command::new(example()).args(args).arg("--quiet").output().unwrap()
-}
-
-fn report(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+fn run_example(args: &[&str]) -> std::process::Output {
+    support::run_example("wordcount", args)
 }
 
 #[test]
@@ -139,40 +113,8 @@ fn two_processes_with_a_hostfile_match_one_worker() {
     let out = run_example(&[&common[..], &["--report", single.to_str().unwrap()]].concat());
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 
-    let hostfile = scratch("hosts.txt");
-    std::fs::write(
-        &hostfile,
-        format!("127.0.0.1:{}\n127.0.0.1:{}\n", free_port(), free_port()),
-    )
-    .unwrap();
     let cluster = scratch("cluster.json");
-    let spawn = |process: &str| {
-        let mut args: Vec<&str> = common.to_vec();
-        args.extend([
-            "-w",
-            "2",
-            "-n",
-            "2",
-            "-p",
-            process,
-            "--hostfile",
-            hostfile.to_str().unwrap(),
-            "--quiet",
-        ]);
-        args.extend(["--report", cluster.to_str().unwrap()]);
-        Command::new(example())
-            .args(&args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
-    let second = spawn("1");
-    let first = spawn("0");
-    for child in [first, second] {
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    }
+    run_two_processes("wordcount", &common, &cluster);
     let (single, cluster) = (report(&single), report(&cluster));
     assert_eq!(cluster["workers"], 4);
     assert_eq!(cluster["processes"], 2);
