@@ -15,11 +15,11 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 use clap::Parser;
 use equipoise::common::cluster::ClusterArgs;
 use equipoise::common::lines::OnError;
+use equipoise::common::report::{check_work_us, write_report};
 use equipoise::common::Error;
 use equipoise::swarm::geometry::{Grid, Rect};
 use equipoise::swarm::input::read_spatial;
@@ -131,12 +131,7 @@ fn parse_policy(text: &str, decision: DecisionSpec) -> Result<PolicySpec, Error>
 }
 
 fn run(args: Args) -> Result<(), Error> {
-    if !(args.work_us.is_finite() && args.work_us >= 0.0) {
-        return Err(Error::invalid(
-            "--work-us",
-            format!("{} is not a non-negative number", args.work_us),
-        ));
-    }
+    let work = check_work_us(args.work_us)?;
     let grid = parse_grid(&args.grid, parse_bounds(&args.bounds)?)?;
     let policy = parse_policy(&args.policy, args.decision)?;
     let input = match &args.input {
@@ -161,7 +156,7 @@ fn run(args: Args) -> Result<(), Error> {
         batch: args.batch,
         round: args.round,
         merge_every: args.merge_every,
-        work_per_check: Duration::from_secs_f64(args.work_us / 1e6),
+        work_per_check: work,
         policy,
         max_in_flight: args.max_in_flight,
         progress: !args.quiet,
@@ -169,11 +164,7 @@ fn run(args: Args) -> Result<(), Error> {
     if let Some(report) = run_spatial(job, &args.cluster)? {
         print_summary(&report);
         if let Some(path) = &args.report {
-            let json = serde_json::to_string_pretty(&report).expect("report serializes");
-            std::fs::write(path, json + "\n").map_err(|source| Error::Io {
-                path: path.clone(),
-                source,
-            })?;
+            write_report(path, &report)?;
         }
     }
     Ok(())

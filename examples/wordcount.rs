@@ -10,12 +10,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 use clap::Parser;
 use equipoise::common::cluster::ClusterArgs;
 use equipoise::common::keys::{KeySampler, KeySpec};
 use equipoise::common::lines::{read_key_lines, OnError};
+use equipoise::common::report::{check_work_us, write_report};
 use equipoise::common::Error;
 use equipoise::pkg::wordcount::{run_wordcount, KeySource, WordcountConfig, WordcountReport};
 use equipoise::pkg::Scheme;
@@ -76,12 +76,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<(), Error> {
-    if !(args.work_us.is_finite() && args.work_us >= 0.0) {
-        return Err(Error::invalid(
-            "--work-us",
-            format!("{} is not a non-negative number", args.work_us),
-        ));
-    }
+    let work = check_work_us(args.work_us)?;
     let source = match &args.input {
         Some(path) => KeySource::Lines(Arc::new(read_key_lines(path, args.on_error)?)),
         None => KeySource::Synthetic {
@@ -93,7 +88,7 @@ fn run(args: Args) -> Result<(), Error> {
         grouping: args.grouping,
         source,
         batch: args.batch,
-        work: Duration::from_secs_f64(args.work_us / 1e6),
+        work,
         top: args.top,
         max_in_flight: args.max_in_flight,
         progress: !args.quiet,
@@ -101,11 +96,7 @@ fn run(args: Args) -> Result<(), Error> {
     if let Some(report) = run_wordcount(config, &args.cluster)? {
         print_summary(&report);
         if let Some(path) = &args.report {
-            let json = serde_json::to_string_pretty(&report).expect("report serializes");
-            std::fs::write(path, json + "\n").map_err(|source| Error::Io {
-                path: path.clone(),
-                source,
-            })?;
+            write_report(path, &report)?;
         }
     }
     Ok(())

@@ -10,6 +10,7 @@ pub mod hash;
 pub mod keys;
 pub mod latency;
 pub mod lines;
+pub mod report;
 pub mod scatter;
 pub mod spin;
 pub mod stash;

@@ -1,0 +1,28 @@
+//! Writing a program's JSON report, and checking the options every job shares.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::error::Error;
+
+/// Writes `report` as pretty JSON to `path`.
+pub fn write_report<R: Serialize>(path: &Path, report: &R) -> Result<(), Error> {
+    let json = serde_json::to_string_pretty(report).expect("reports serialize");
+    std::fs::write(path, json + "\n").map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// Checks `--work-us`: a finite, non-negative number of microseconds.
+pub fn check_work_us(work_us: f64) -> Result<std::time::Duration, Error> {
+    if work_us.is_finite() && work_us >= 0.0 {
+        Ok(std::time::Duration::from_secs_f64(work_us / 1e6))
+    } else {
+        Err(Error::invalid(
+            "--work-us",
+            format!("{work_us} is not a non-negative number"),
+        ))
+    }
+}
