@@ -63,7 +63,7 @@ struct Args {
     #[arg(long, default_value_t = 1_000)]
     batch: u64,
     /// Epochs per load-balancing round.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 2)]
     round: u64,
     /// Merge adjacent partitions every this many rounds.
     #[arg(long, default_value_t = 10)]

@@ -56,7 +56,7 @@ impl Policy {
 }
 
 /// Counts of what the coordinator ordered.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Orders {
     /// Rounds concluded.
     pub rounds: u64,
@@ -68,6 +68,8 @@ pub struct Orders {
     pub splits: u64,
     /// Pairs of partitions merged.
     pub merges: u64,
+    /// The epochs from which non-empty updates held (when state moved).
+    pub changed_at: Vec<u64>,
 }
 
 /// The coordinator (on worker 0).
@@ -104,8 +106,8 @@ impl Coordinator {
     }
 
     /// What was ordered so far.
-    pub fn orders(&self) -> Orders {
-        self.orders
+    pub fn orders(&self) -> &Orders {
+        &self.orders
     }
 
     /// A round ended with these reports (one per worker): decides, and
@@ -196,10 +198,11 @@ impl Coordinator {
             }
         }
         self.orders.rounds += 1;
-        PlanUpdate {
-            effective: time + self.plan_lag + 1,
-            changes,
+        let effective = time + self.plan_lag + 1;
+        if !changes.is_empty() {
+            self.orders.changed_at.push(effective);
         }
+        PlanUpdate { effective, changes }
     }
 }
 

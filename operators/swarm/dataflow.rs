@@ -353,7 +353,7 @@ pub fn swarm<'scope, S: PartitionState + Send>(
                     marks.drain_while(complete, |cap, ()| {
                         let mut coordinator = coordinator.borrow_mut();
                         let update = coordinator.conclude(*cap.time(), answers.remove(cap.time()).unwrap_or_default());
-                        *conclude_orders.borrow_mut() = coordinator.orders();
+                        *conclude_orders.borrow_mut() = coordinator.orders().clone();
                         output
                             .session(&cap)
                             .give_iterator((0..workers).map(|worker| (worker, update.clone())));

@@ -171,6 +171,10 @@ pub struct SpatialReport {
     pub partitions_final: u64,
     /// Epoch completion latency over every worker's epochs.
     pub latency_ms: LatencySummary,
+    /// The same, over the epochs within one of a plan change taking effect.
+    pub latency_around_changes_ms: LatencySummary,
+    /// The same, over the other epochs.
+    pub latency_steady_ms: LatencySummary,
     /// Wall-clock seconds from the first record to the last result.
     pub elapsed_s: f64,
     /// Points per second.
@@ -240,7 +244,7 @@ fn run_worker(worker: &mut timely::worker::Worker, job: &SpatialJob) -> WorkerFi
         },
     );
     let executor = handles.figures.borrow().clone();
-    let orders = *handles.orders.borrow();
+    let orders = handles.orders.borrow().clone();
     WorkerFigures {
         executor,
         orders,
@@ -255,9 +259,21 @@ fn assemble(job: &SpatialJob, processes: usize, figures: Vec<WorkerFigures>) -> 
     let total: u64 = per_worker_work.iter().sum();
     let max = per_worker_work.iter().copied().max().unwrap_or(0);
     let mean = total as f64 / figures.len() as f64;
-    let orders = figures[0].orders;
+    let orders = &figures[0].orders;
     let latencies: Vec<u64> = figures.iter().flat_map(|f| f.latencies_us.iter().copied()).collect();
+    // Epoch e of a worker is its e-th latency (epochs complete in order).
+    let near_change = |epoch: u64| orders.changed_at.iter().any(|&at| epoch + 1 >= at && epoch <= at + 1);
     let elapsed_s = figures.iter().map(|f| f.elapsed_s).fold(0.0, f64::max);
+    let (mut around, mut steady) = (Vec::new(), Vec::new());
+    for f in &figures {
+        for (epoch, &us) in f.latencies_us.iter().enumerate() {
+            if near_change(epoch as u64) {
+                around.push(us);
+            } else {
+                steady.push(us);
+            }
+        }
+    }
     SpatialReport {
         policy: job.policy.to_string(),
         decision: match job.policy {
@@ -285,6 +301,8 @@ fn assemble(job: &SpatialJob, processes: usize, figures: Vec<WorkerFigures>) -> 
         },
         partitions_final: figures.iter().map(|f| f.executor.partitions_held).sum(),
         latency_ms: LatencySummary::from_micros(&latencies),
+        latency_around_changes_ms: LatencySummary::from_micros(&around),
+        latency_steady_ms: LatencySummary::from_micros(&steady),
         elapsed_s,
         points_per_s: if elapsed_s > 0.0 {
             points as f64 / elapsed_s
