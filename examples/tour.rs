@@ -5,6 +5,9 @@
 //!
 //! Part 1, Partial Key Grouping: a skewed word count (Zipf keys, real work per
 //! record) under key grouping, shuffle grouping and PKG.
+//!
+//! Part 2, SWARM: continuous range queries over points that crowd around
+//! moving hotspots, on a static grid and under SWARM.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +17,9 @@ use equipoise::common::cluster::ClusterArgs;
 use equipoise::common::keys::{KeySampler, KeySpec};
 use equipoise::pkg::wordcount::{comparison_table, run_wordcount, KeySource, WordcountConfig};
 use equipoise::pkg::Scheme;
+use equipoise::swarm::geometry::{Grid, Rect};
+use equipoise::swarm::job::{run_spatial, DecisionSpec, PolicySpec, SpatialJob};
+use equipoise::swarm::workload::Hotspots;
 
 /// The equipoise tour.
 #[derive(Parser, Debug)]
@@ -31,10 +37,23 @@ struct Args {
     /// Busy work per record in the counting stage, in microseconds.
     #[arg(long, default_value_t = 2.0)]
     work_us: f64,
+    /// Points of the spatial part.
+    #[arg(long, default_value_t = 200_000)]
+    points: u64,
+    /// Busy work per point–query check in the spatial part, in microseconds.
+    #[arg(long, default_value_t = 0.02)]
+    check_us: f64,
 }
 
 fn main() {
     let args = Args::parse();
+    if let Err(error) = tour(&args) {
+        eprintln!("tour: {error}");
+        std::process::exit(1);
+    }
+}
+
+fn tour(args: &Args) -> Result<(), equipoise::common::Error> {
     let sampler = Arc::new(KeySampler::new(&args.keys, 1));
     println!("equipoise tour, {} workers\n", args.workers);
     println!(
@@ -58,14 +77,7 @@ fn main() {
             max_in_flight: 2,
             progress: false,
         };
-        match run_wordcount(config, &ClusterArgs::threads(args.workers)) {
-            Ok(Some(report)) => reports.push(report),
-            Ok(None) => unreachable!("worker 0 runs in this process"),
-            Err(error) => {
-                eprintln!("tour: {error}");
-                std::process::exit(1);
-            }
-        }
+        reports.extend(run_wordcount(config, &ClusterArgs::threads(args.workers))?);
     }
     print!("{}", comparison_table(&reports));
     let [key, shuffle, pkg] = [&reports[0], &reports[1], &reports[2]];
@@ -86,4 +98,74 @@ fn main() {
         key.counts_digest,
         if same { "identical" } else { "DIFFER (a bug)" }
     );
+    swarm_part(args)
+}
+
+fn swarm_part(args: &Args) -> Result<(), equipoise::common::Error> {
+    let grid = Grid::new(Rect::new(0.0, 0.0, 1000.0, 1000.0)?, 64, 64)?;
+    let queries = args.points / 100;
+    let input = Arc::new(
+        Hotspots {
+            points: args.points,
+            queries,
+            ..Hotspots::default()
+        }
+        .generate(&grid.bounds()),
+    );
+    println!(
+        "\nPart 2. SWARM: {} points and {} continuous range queries around 2 moving hotspots, 64 x 64 grid, {} µs per point-query check\n",
+        args.points, queries, args.check_us
+    );
+    println!(
+        "| policy | points/s | p50 ms | p99 ms | max/mean checks | rebalanced rounds | partitions moved | matches |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    let mut reports = Vec::new();
+    for policy in [PolicySpec::Static, PolicySpec::Swarm(DecisionSpec::Paper)] {
+        let job = SpatialJob {
+            grid: grid.clone(),
+            input: Arc::clone(&input),
+            batch: 1000,
+            round: 2,
+            merge_every: 10,
+            work_per_check: Duration::from_secs_f64(args.check_us / 1e6),
+            policy,
+            max_in_flight: 4,
+            progress: false,
+        };
+        let Some(r) = run_spatial(job, &ClusterArgs::threads(args.workers))? else {
+            continue;
+        };
+        println!(
+            "| {} | {:.0} | {:.1} | {:.1} | {:.2} | {} of {} | {} | {} |",
+            r.policy,
+            r.points_per_s,
+            r.latency_ms.p50,
+            r.latency_ms.p99,
+            r.max_over_mean_work,
+            r.rebalanced_rounds,
+            r.rounds,
+            r.migrations.partitions_moved,
+            r.matches
+        );
+        reports.push(r);
+    }
+    let (fixed, swarm) = (&reports[0], &reports[1]);
+    println!();
+    println!(
+        "- SWARM: {:.2}x the points/s of the static grid, busiest worker {:.2}x the mean (static: {:.2}x)",
+        swarm.points_per_s / fixed.points_per_s,
+        swarm.max_over_mean_work,
+        fixed.max_over_mean_work
+    );
+    println!(
+        "- results: matches digest {} under both ({})",
+        fixed.matches_digest,
+        if fixed.matches_digest == swarm.matches_digest {
+            "identical"
+        } else {
+            "DIFFER (a bug)"
+        }
+    );
+    Ok(())
 }
