@@ -30,6 +30,7 @@
 
 pub mod common;
 pub mod pkg;
+pub mod shed;
 pub mod swarm;
 
 /// The README's examples, compiled and run as doctests.

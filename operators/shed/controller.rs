@@ -1,0 +1,178 @@
+//! Controllers that set the admitted input rate from the measured delay:
+//! the PI controller of the PILS paper, the open-loop coarse algorithm of
+//! Aurora, and none.
+
+use serde::{Deserialize, Serialize};
+
+/// What a controller sees at the end of a sampling period.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct PeriodSample {
+    /// AD(k): mean frontier-measured delay over the period, ms.
+    pub delay_ms: f64,
+    /// Î(k): records that arrived per second during the period.
+    pub arrival_rate: f64,
+    /// Records per second the dataflow processed during the period.
+    pub processed_rate: f64,
+}
+
+/// Sets the admitted input rate each sampling period.
+pub trait Controller {
+    /// The controller's name in reports.
+    fn name(&self) -> &'static str;
+    /// The rate to admit during the next period, records/s (at most the
+    /// arrival rate; the shedder drops the rest).
+    fn admitted_rate(&mut self, sample: &PeriodSample) -> f64;
+}
+
+/// The fraction of arrivals to drop so that `admitted` of `arrival` pass.
+pub fn drop_fraction(admitted: f64, arrival: f64) -> f64 {
+    if arrival > 0.0 {
+        (1.0 - admitted / arrival).clamp(0.0, 1.0)
+    } else {
+        0.0
+    }
+}
+
+/// The parameters of [`Pi`]: C(k) = u·C(k−1) + g·(E(k) − r·E(k−1)).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PiParams {
+    /// u: weight of the previous output (1 for integral action).
+    pub u: f64,
+    /// g: gain, records/s per ms of delay error.
+    pub g: f64,
+    /// r: the controller's zero.
+    pub r: f64,
+}
+
+/// The PI controller (the paper's Eqn 2) on the error E(k) = D_t − AD(k),
+/// with anti-windup: the state kept as C(k−1) is the output clipped to
+/// [0, Î(k)], so a long underload does not wind the controller up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pi {
+    params: PiParams,
+    target_ms: f64,
+    previous_output: Option<f64>,
+    previous_error: f64,
+}
+
+impl Pi {
+    /// A PI controller holding the delay at `target_ms`.
+    pub fn new(params: PiParams, target_ms: f64) -> Self {
+        Pi {
+            params,
+            target_ms,
+            previous_output: None,
+            previous_error: 0.0,
+        }
+    }
+}
+
+impl Controller for Pi {
+    fn name(&self) -> &'static str {
+        "pi"
+    }
+
+    fn admitted_rate(&mut self, sample: &PeriodSample) -> f64 {
+        let error = self.target_ms - sample.delay_ms;
+        // Start from admitting everything that arrives.
+        let previous = self.previous_output.unwrap_or(sample.arrival_rate);
+        let PiParams { u, g, r } = self.params;
+        let output = u * previous + g * (error - r * self.previous_error);
+        let saturated = output.clamp(0.0, sample.arrival_rate.max(0.0));
+        self.previous_output = Some(saturated);
+        self.previous_error = error;
+        saturated
+    }
+}
+
+/// Aurora's coarse algorithm: open loop; each period, admit what the
+/// dataflow was measured to process, whatever delay has built up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Coarse;
+
+impl Controller for Coarse {
+    fn name(&self) -> &'static str {
+        "ca"
+    }
+
+    fn admitted_rate(&mut self, sample: &PeriodSample) -> f64 {
+        // While the dataflow keeps up (no backlog) its processed rate is just
+        // the arrival rate: admit everything.
+        if sample.processed_rate >= sample.arrival_rate {
+            sample.arrival_rate
+        } else {
+            sample.processed_rate
+        }
+    }
+}
+
+/// No shedding.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct NoShedding;
+
+impl Controller for NoShedding {
+    fn name(&self) -> &'static str {
+        "none"
+    }
+
+    fn admitted_rate(&mut self, sample: &PeriodSample) -> f64 {
+        sample.arrival_rate
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(delay_ms: f64, arrival_rate: f64) -> PeriodSample {
+        PeriodSample {
+            delay_ms,
+            arrival_rate,
+            processed_rate: arrival_rate,
+        }
+    }
+
+    #[test]
+    fn pi_follows_its_difference_equation() {
+        let mut pi = Pi::new(PiParams { u: 1.0, g: 2.0, r: 0.5 }, 100.0);
+        // C(0) = 1000 (all arrivals) + 2·(100 − 0.5·0) → clipped to 1000.
+        assert_eq!(pi.admitted_rate(&sample(0.0, 1000.0)), 1000.0);
+        // E = 100 − 300 = −200: C = 1000 + 2·(−200 − 0.5·100) = 500.
+        assert_eq!(pi.admitted_rate(&sample(300.0, 1000.0)), 500.0);
+        // E = −100: C = 500 + 2·(−100 + 100) = 500.
+        assert_eq!(pi.admitted_rate(&sample(200.0, 1000.0)), 500.0);
+    }
+
+    #[test]
+    fn anti_windup_keeps_the_state_within_the_arrival_rate() {
+        let mut pi = Pi::new(
+            PiParams {
+                u: 1.0,
+                g: 10.0,
+                r: 0.0,
+            },
+            1000.0,
+        );
+        // A long underload: large positive errors would wind C(k) up.
+        for _ in 0..100 {
+            assert_eq!(pi.admitted_rate(&sample(0.0, 500.0)), 500.0);
+        }
+        // Overload arrives: the controller reacts at once from 500, not from
+        // a wound-up value (E = 1000 − 1500 = −500 → C = 500 − 5000 → 0).
+        assert_eq!(pi.admitted_rate(&sample(1500.0, 2000.0)), 0.0);
+    }
+
+    #[test]
+    fn coarse_admits_the_measured_capacity_and_none_everything() {
+        let overloaded = PeriodSample {
+            delay_ms: 5000.0,
+            arrival_rate: 1000.0,
+            processed_rate: 600.0,
+        };
+        assert_eq!(Coarse.admitted_rate(&overloaded), 600.0);
+        assert_eq!(Coarse.admitted_rate(&sample(10.0, 800.0)), 800.0);
+        assert_eq!(NoShedding.admitted_rate(&overloaded), 1000.0);
+        assert_eq!(drop_fraction(600.0, 1000.0), 0.4);
+        assert_eq!(drop_fraction(5.0, 0.0), 0.0);
+    }
+}

@@ -1,0 +1,317 @@
+//! System identification and controller design (the PILS paper, Sections
+//! 3–4): fit a second-order ARX model of delay against input rate by least
+//! squares, then place the closed-loop poles of a PI controller on it.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::common::Error;
+
+use super::controller::PiParams;
+
+/// AD(k) = a1·AD(k−1) + a2·AD(k−2) + b1·I(k−1) + b2·I(k−2).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ArxModel {
+    /// a1.
+    pub a1: f64,
+    /// a2.
+    pub a2: f64,
+    /// b1.
+    pub b1: f64,
+    /// b2.
+    pub b2: f64,
+}
+
+impl fmt::Display for ArxModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "AD(k) = {:.5}·AD(k−1) + {:.5}·AD(k−2) + {:.6}·I(k−1) + {:.6}·I(k−2)",
+            self.a1, self.a2, self.b1, self.b2
+        )
+    }
+}
+
+/// Fits the ARX model to a record of input rates `input[k]` and mean delays
+/// `delay[k]` by least squares. An error if the record is too short or the
+/// input did not excite the system enough to tell the parameters apart.
+pub fn fit_arx(input: &[f64], delay: &[f64]) -> Result<ArxModel, Error> {
+    if input.len() != delay.len() {
+        return Err(Error::invalid(
+            "identification",
+            "input and delay records differ in length",
+        ));
+    }
+    if input.len() < 8 {
+        return Err(Error::invalid(
+            "identification",
+            format!("{} periods are too few (need at least 8)", input.len()),
+        ));
+    }
+    // Normal equations (ΦᵀΦ)θ = Φᵀy over k = 2..n.
+    let mut normal = [[0.0f64; 5]; 4];
+    for k in 2..input.len() {
+        let phi = [delay[k - 1], delay[k - 2], input[k - 1], input[k - 2]];
+        for i in 0..4 {
+            for j in 0..4 {
+                normal[i][j] += phi[i] * phi[j];
+            }
+            normal[i][4] += phi[i] * delay[k];
+        }
+    }
+    let theta = solve(normal).ok_or_else(|| {
+        Error::invalid(
+            "identification",
+            "the input did not excite the dataflow enough to fit the model (singular system)",
+        )
+    })?;
+    Ok(ArxModel {
+        a1: theta[0],
+        a2: theta[1],
+        b1: theta[2],
+        b2: theta[3],
+    })
+}
+
+/// Solves an N×N linear system given as its augmented matrix, by Gaussian
+/// elimination with partial pivoting; `None` if singular.
+fn solve<const N: usize, const M: usize>(mut m: [[f64; M]; N]) -> Option<[f64; N]> {
+    debug_assert_eq!(M, N + 1);
+    let scale = m
+        .iter()
+        .flat_map(|row| row[..N].iter())
+        .fold(0.0f64, |s, v| s.max(v.abs()))
+        .max(f64::MIN_POSITIVE);
+    for col in 0..N {
+        let pivot = (col..N).max_by(|&a, &b| m[a][col].abs().total_cmp(&m[b][col].abs()))?;
+        if m[pivot][col].abs() <= 1e-12 * scale {
+            return None;
+        }
+        m.swap(col, pivot);
+        let pivot_row = m[col];
+        for (index, row) in m.iter_mut().enumerate() {
+            if index != col {
+                let factor = row[col] / pivot_row[col];
+                for (value, pivot_value) in row[col..].iter_mut().zip(&pivot_row[col..]) {
+                    *value -= factor * pivot_value;
+                }
+            }
+        }
+    }
+    Some(std::array::from_fn(|i| m[i][N] / m[i][i]))
+}
+
+/// A controller design and the closed-loop poles it gives.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Design {
+    /// The controller.
+    pub params: PiParams,
+    /// The three closed-loop poles, as (real, imaginary) parts.
+    pub poles: [(f64, f64); 3],
+}
+
+/// Places the closed-loop poles of C(z) = g(z − r)/(z − u) on `model` at
+/// `poles` (the paper's 0.7 and 0.8 by default). Unit steady-state gain
+/// forces u = 1 unless the plant already integrates (a1 + a2 = 1); then u is
+/// free and `third` is the third pole. A design whose poles are not all
+/// inside the unit circle is refused with the reason.
+pub fn design(model: &ArxModel, poles: (f64, f64), third: f64) -> Result<Design, Error> {
+    let ArxModel { a1, a2, b1, b2 } = *model;
+    let (p1, p2) = poles;
+    let refuse = |reason: String| Error::invalid("controller design", reason);
+    if p1 == p2 {
+        return Err(refuse("the two desired poles must differ".into()));
+    }
+    let params = if (a1 + a2 - 1.0).abs() < 1e-9 {
+        // Integrating plant: match z³ − s1·z² + s2·z − s3 with u, g, q = g·r free.
+        let (s1, s2, s3) = (p1 + p2 + third, p1 * p2 + p1 * third + p2 * third, p1 * p2 * third);
+        let system = [[-1.0, b1, 0.0, a1 - s1], [a1, b2, -b1, s2 + a2], [a2, 0.0, -b2, -s3]];
+        let [u, g, q] = solve(system).ok_or_else(|| refuse("the model gives a singular design system".into()))?;
+        PiParams { u, g, r: q / g }
+    } else {
+        let h = |p: f64| {
+            let denominator = b1 * p + b2;
+            (1.0 - p) * (p * p - a1 * p - a2) / denominator
+        };
+        let (h1, h2) = (h(p1), h(p2));
+        if !(h1.is_finite() && h2.is_finite()) {
+            return Err(refuse(format!(
+                "the model's zero sits on a desired pole (b1 = {b1}, b2 = {b2})"
+            )));
+        }
+        let g = (h2 - h1) / (p2 - p1);
+        if g == 0.0 || !g.is_finite() {
+            return Err(refuse("the model gives no usable gain".into()));
+        }
+        PiParams {
+            u: 1.0,
+            g,
+            r: p1 - h1 / g,
+        }
+    };
+    let poles = closed_loop_poles(model, &params);
+    if let Some(&(re, im)) = poles.iter().find(|(re, im)| re.hypot(*im) >= 1.0) {
+        return Err(refuse(format!(
+            "unstable: closed-loop pole {re:.4}{im:+.4}i lies outside the unit circle (model {model}, u = {:.4}, g = {:.6}, r = {:.4})",
+            params.u, params.g, params.r
+        )));
+    }
+    Ok(Design { params, poles })
+}
+
+/// The roots of (z − u)(z² − a1·z − a2) + g(z − r)(b1·z + b2).
+pub fn closed_loop_poles(model: &ArxModel, params: &PiParams) -> [(f64, f64); 3] {
+    let ArxModel { a1, a2, b1, b2 } = *model;
+    let PiParams { u, g, r } = *params;
+    // z³ + c2·z² + c1·z + c0
+    let c2 = -a1 - u + g * b1;
+    let c1 = a1 * u - a2 + g * b2 - g * r * b1;
+    let c0 = a2 * u - g * r * b2;
+    cubic_roots(c2, c1, c0)
+}
+
+/// Roots of the monic cubic z³ + c2·z² + c1·z + c0 (Durand–Kerner).
+fn cubic_roots(c2: f64, c1: f64, c0: f64) -> [(f64, f64); 3] {
+    type C = (f64, f64);
+    let mul = |a: C, b: C| (a.0 * b.0 - a.1 * b.1, a.0 * b.1 + a.1 * b.0);
+    let sub = |a: C, b: C| (a.0 - b.0, a.1 - b.1);
+    let div = |a: C, b: C| {
+        let d = b.0 * b.0 + b.1 * b.1;
+        ((a.0 * b.0 + a.1 * b.1) / d, (a.1 * b.0 - a.0 * b.1) / d)
+    };
+    let eval = |z: C| {
+        let z2 = mul(z, z);
+        let z3 = mul(z2, z);
+        (z3.0 + c2 * z2.0 + c1 * z.0 + c0, z3.1 + c2 * z2.1 + c1 * z.1)
+    };
+    let mut roots: [C; 3] = [(0.4, 0.9), (-0.65, 0.72), (0.9, -0.3)];
+    for _ in 0..500 {
+        let previous = roots;
+        for i in 0..3 {
+            let mut denominator = (1.0, 0.0);
+            for j in 0..3 {
+                if i != j {
+                    denominator = mul(denominator, sub(roots[i], roots[j]));
+                }
+            }
+            roots[i] = sub(roots[i], div(eval(roots[i]), denominator));
+        }
+        if roots
+            .iter()
+            .zip(&previous)
+            .all(|(a, b)| (a.0 - b.0).abs() + (a.1 - b.1).abs() < 1e-14)
+        {
+            break;
+        }
+    }
+    roots.map(|(re, im)| (re, if im.abs() < 1e-9 { 0.0 } else { im }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sorted_real(poles: [(f64, f64); 3]) -> Vec<f64> {
+        let mut real: Vec<f64> = poles
+            .iter()
+            .map(|&(re, im)| {
+                assert!(im.abs() < 1e-9, "complex pole {re}{im:+}i");
+                re
+            })
+            .collect();
+        real.sort_by(f64::total_cmp);
+        real
+    }
+
+    #[test]
+    fn worked_example_of_the_design_note() {
+        let model = ArxModel {
+            a1: 1.2,
+            a2: -0.3,
+            b1: 0.5,
+            b2: 0.2,
+        };
+        let d = design(&model, (0.7, 0.8), 0.6).unwrap();
+        assert!((d.params.g - 0.2061).abs() < 1e-4, "{:?}", d.params);
+        assert!((d.params.r - 0.8324).abs() < 1e-4, "{:?}", d.params);
+        assert_eq!(d.params.u, 1.0);
+        let poles = sorted_real(d.poles);
+        for (pole, expected) in poles.iter().zip([0.597, 0.70, 0.80]) {
+            assert!((pole - expected).abs() < 1e-3, "{poles:?}");
+        }
+    }
+
+    #[test]
+    fn integrating_plant_places_all_three_poles() {
+        // An integrating plant (a1 + a2 = 1), like a queue with some lag.
+        let model = ArxModel {
+            a1: 1.3,
+            a2: -0.3,
+            b1: 0.01,
+            b2: 0.005,
+        };
+        let d = design(&model, (0.7, 0.8), 0.6).unwrap();
+        let poles = sorted_real(d.poles);
+        for (pole, expected) in poles.iter().zip([0.6, 0.7, 0.8]) {
+            assert!((pole - expected).abs() < 1e-6, "{poles:?} {:?}", d.params);
+        }
+    }
+
+    #[test]
+    fn unstable_designs_are_refused_with_the_reason() {
+        // A plant whose zero makes the third pole leave the unit circle.
+        let model = ArxModel {
+            a1: 1.9,
+            a2: -0.5,
+            b1: 0.01,
+            b2: 0.3,
+        };
+        let error = design(&model, (0.7, 0.8), 0.6).unwrap_err().to_string();
+        assert!(
+            error.contains("unstable") && error.contains("outside the unit circle"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn least_squares_recovers_a_simulated_plant() {
+        let truth = ArxModel {
+            a1: 1.1,
+            a2: -0.25,
+            b1: 0.4,
+            b2: 0.15,
+        };
+        // A two-level pseudo-random input.
+        let mut state = 0xace1u32;
+        let input: Vec<f64> = (0..200)
+            .map(|_| {
+                let bit = (state ^ (state >> 2) ^ (state >> 3) ^ (state >> 5)) & 1;
+                state = (state >> 1) | (bit << 15);
+                if bit == 1 {
+                    100.0
+                } else {
+                    20.0
+                }
+            })
+            .collect();
+        let mut delay = vec![0.0; input.len()];
+        for k in 2..input.len() {
+            delay[k] =
+                truth.a1 * delay[k - 1] + truth.a2 * delay[k - 2] + truth.b1 * input[k - 1] + truth.b2 * input[k - 2];
+        }
+        let fitted = fit_arx(&input, &delay).unwrap();
+        for (a, b) in [
+            (fitted.a1, truth.a1),
+            (fitted.a2, truth.a2),
+            (fitted.b1, truth.b1),
+            (fitted.b2, truth.b2),
+        ] {
+            assert!((a - b).abs() < 1e-6, "{fitted} vs {truth}");
+        }
+        assert!(fit_arx(&[1.0; 20], &[2.0; 20])
+            .unwrap_err()
+            .to_string()
+            .contains("excite"));
+    }
+}

@@ -1,0 +1,6 @@
+//! PI-controlled load shedding (Huang et al., "PILS"): a delay monitor on
+//! the output frontier, controllers (PI, the coarse algorithm, none), the
+//! shedding operator, and identification and pole-placement design.
+
+pub mod controller;
+pub mod design;
