@@ -85,10 +85,13 @@ impl Controller for Pi {
     }
 }
 
-/// Aurora's coarse algorithm: open loop; each period, admit what the
-/// dataflow was measured to process, whatever delay has built up.
+/// Aurora's coarse algorithm: open loop; each period, when the dataflow did
+/// not keep up with the load it was offered, take its measured processing
+/// rate as the capacity and admit at most that, whatever delay has built up.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Coarse;
+pub struct Coarse {
+    last_admitted: Option<f64>,
+}
 
 impl Controller for Coarse {
     fn name(&self) -> &'static str {
@@ -96,13 +99,16 @@ impl Controller for Coarse {
     }
 
     fn admitted_rate(&mut self, sample: &PeriodSample) -> f64 {
-        // While the dataflow keeps up (no backlog) its processed rate is just
-        // the arrival rate: admit everything.
-        if sample.processed_rate >= sample.arrival_rate {
+        // The load offered to the dataflow last period; processing within 2 %
+        // of it means it kept up, and its capacity is not known to be lower.
+        let offered = self.last_admitted.unwrap_or(sample.arrival_rate);
+        let admitted = if sample.processed_rate >= 0.98 * offered {
             sample.arrival_rate
         } else {
-            sample.processed_rate
-        }
+            sample.arrival_rate.min(sample.processed_rate)
+        };
+        self.last_admitted = Some(admitted);
+        admitted
     }
 }
 
@@ -169,8 +175,8 @@ mod tests {
             arrival_rate: 1000.0,
             processed_rate: 600.0,
         };
-        assert_eq!(Coarse.admitted_rate(&overloaded), 600.0);
-        assert_eq!(Coarse.admitted_rate(&sample(10.0, 800.0)), 800.0);
+        assert_eq!(Coarse::default().admitted_rate(&overloaded), 600.0);
+        assert_eq!(Coarse::default().admitted_rate(&sample(10.0, 800.0)), 800.0);
         assert_eq!(NoShedding.admitted_rate(&overloaded), 1000.0);
         assert_eq!(drop_fraction(600.0, 1000.0), 0.4);
         assert_eq!(drop_fraction(5.0, 0.0), 0.0);

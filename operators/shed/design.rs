@@ -160,6 +160,22 @@ pub fn design(model: &ArxModel, poles: (f64, f64), third: f64) -> Result<Design,
     Ok(Design { params, poles })
 }
 
+/// A design for the plant a queue is to first order: each period, the
+/// delay grows by `period_ms / capacity` ms per record/s admitted beyond
+/// `capacity` (AD(k+1) = AD(k) + b·(C(k) − capacity)), with closed-loop
+/// poles `poles`. The default before identification.
+pub fn nominal_pi(period_ms: f64, capacity: f64, poles: (f64, f64)) -> PiParams {
+    let b = period_ms / capacity.max(1e-9);
+    let (p1, p2) = poles;
+    // (z − 1)² + g·b·(z − r) = (z − p1)(z − p2)
+    let gb = 2.0 - p1 - p2;
+    PiParams {
+        u: 1.0,
+        g: gb / b,
+        r: (1.0 - p1 * p2) / gb,
+    }
+}
+
 /// The roots of (z − u)(z² − a1·z − a2) + g(z − r)(b1·z + b2).
 pub fn closed_loop_poles(model: &ArxModel, params: &PiParams) -> [(f64, f64); 3] {
     let ArxModel { a1, a2, b1, b2 } = *model;
@@ -255,6 +271,23 @@ mod tests {
         let poles = sorted_real(d.poles);
         for (pole, expected) in poles.iter().zip([0.6, 0.7, 0.8]) {
             assert!((pole - expected).abs() < 1e-6, "{poles:?} {:?}", d.params);
+        }
+    }
+
+    #[test]
+    fn nominal_design_places_the_poles_on_the_queue_model() {
+        let params = nominal_pi(100.0, 50_000.0, (0.7, 0.8));
+        // The queue model as an ARX model with a1 = 1, a2 = 0, b1 = b: the
+        // closed loop is second order plus a pole at 0.
+        let model = ArxModel {
+            a1: 1.0,
+            a2: 0.0,
+            b1: 100.0 / 50_000.0,
+            b2: 0.0,
+        };
+        let poles = sorted_real(closed_loop_poles(&model, &params));
+        for (pole, expected) in poles.iter().zip([0.0, 0.7, 0.8]) {
+            assert!((pole - expected).abs() < 1e-6, "{poles:?}");
         }
     }
 

@@ -4,4 +4,7 @@
 
 pub mod controller;
 pub mod design;
+pub mod job;
+pub mod plot;
 pub mod profile;
+pub mod shedder;

@@ -1,0 +1,297 @@
+//! PI-controlled load shedding on a dataflow whose input outruns it.
+//!
+//! ```text
+//! cargo run --release --example shedding -- run --controller pi --profile ramp:20000:150000:2:8 \
+//!     --cost-us 20 --target-ms 300 --duration-s 10 -w 2 --trace pi.csv --plot pi.svg --report pi.json
+//! cargo run --release --example shedding -- identify --cost-us 20 -w 2 --save pi.json
+//! ```
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use equipoise::common::report::write_report;
+use equipoise::common::Error;
+use equipoise::shed::controller::PiParams;
+use equipoise::shed::design::{design, fit_arx, nominal_pi};
+use equipoise::shed::job::{run_shedding, ControllerSpec, CostStep, ShedJob, ShedReport};
+use equipoise::shed::plot::{write_trace_csv, write_trace_svg};
+use equipoise::shed::profile::Profile;
+use equipoise::shed::shedder::ShedMode;
+
+/// Load shedding held at a delay target by a PI controller.
+#[derive(Parser, Debug)]
+#[command(version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the dataflow under a rate profile with a controller.
+    Run(RunArgs),
+    /// Identify the dataflow (PRBS input, ARX fit) and design the PI controller.
+    Identify(IdentifyArgs),
+}
+
+#[derive(Args, Debug)]
+struct Common {
+    /// Worker threads.
+    #[arg(short = 'w', long = "workers", default_value_t = 1)]
+    workers: usize,
+    /// Processing cost per record, µs (calibrated on an idle core).
+    #[arg(long, default_value_t = 20.0)]
+    cost_us: f64,
+    /// Sampling period, ms.
+    #[arg(long, default_value_t = 100.0)]
+    period_ms: f64,
+    /// Seconds of arrivals.
+    #[arg(long, default_value_t = 10.0)]
+    duration_s: f64,
+    /// Seed of the shedder and of record utilities.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// No progress lines on stderr.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    #[command(flatten)]
+    common: Common,
+    /// `pi`, `ca` (the coarse algorithm) or `none`.
+    #[arg(long, default_value = "pi")]
+    controller: String,
+    /// Target delay D_t, ms.
+    #[arg(long, default_value_t = 300.0, allow_hyphen_values = true)]
+    target_ms: f64,
+    /// Arrival rate over time: constant:<rate> | step:<r1>:<r2>:<at_s> | ramp:<r1>:<r2>:<from_s>:<to_s> |
+    /// sine:<mean>:<amp>:<period_s> | bursts:<base>:<peak>:<every_s>:<len_s> | file:<PATH>.
+    #[arg(long, default_value = "ramp:20000:150000:2:8")]
+    profile: Profile,
+    /// A step in the per-record cost: <cost_us>:<at_s>.
+    #[arg(long)]
+    cost_step: Option<String>,
+    /// PI parameters u,g,r (default: designed for the nominal queue model).
+    #[arg(long, conflicts_with = "pi_file")]
+    pi: Option<String>,
+    /// PI parameters saved by `identify --save`.
+    #[arg(long)]
+    pi_file: Option<PathBuf>,
+    /// How to choose what to drop.
+    #[arg(long = "shed", value_enum, default_value_t = ShedMode::Random)]
+    mode: ShedMode,
+    /// Per-period trace as CSV.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Delay, target and drop fraction over time, as SVG.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// JSON report.
+    #[arg(long)]
+    report: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct IdentifyArgs {
+    #[command(flatten)]
+    common: Common,
+    /// The two input levels, as fractions of the nominal capacity.
+    #[arg(long, default_value = "0.5,1.2")]
+    levels: String,
+    /// Desired closed-loop poles.
+    #[arg(long, default_value = "0.7,0.8")]
+    poles: String,
+    /// Third pole, for a plant that integrates.
+    #[arg(long, default_value_t = 0.6)]
+    third_pole: f64,
+    /// Save the designed parameters (JSON) for `run --pi-file`.
+    #[arg(long)]
+    save: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let result = match Cli::parse().command {
+        Command::Run(args) => run(args),
+        Command::Identify(args) => identify(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("shedding: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn pair(option: &str, text: &str) -> Result<(f64, f64), Error> {
+    let values: Vec<f64> = text
+        .split([',', ':'])
+        .filter_map(|v| v.trim().parse().ok())
+        .filter(|v: &f64| v.is_finite())
+        .collect();
+    match values[..] {
+        [a, b] => Ok((a, b)),
+        _ => Err(Error::invalid(option, format!("`{text}`: expected two numbers"))),
+    }
+}
+
+fn job(common: &Common, controller: ControllerSpec, profile: Profile, target_ms: f64) -> ShedJob {
+    ShedJob {
+        controller,
+        target_ms,
+        period_ms: common.period_ms,
+        duration_s: common.duration_s,
+        profile,
+        cost_us: common.cost_us,
+        cost_step: None,
+        mode: ShedMode::Random,
+        seed: common.seed,
+        progress: !common.quiet,
+    }
+}
+
+fn run(args: RunArgs) -> Result<(), Error> {
+    let c = &args.common;
+    if args.target_ms <= 0.0 || !args.target_ms.is_finite() {
+        return Err(Error::invalid(
+            "--target-ms",
+            format!("{} is not a positive number of ms", args.target_ms),
+        ));
+    }
+    let capacity = c.workers as f64 * 1e6 / c.cost_us.max(1e-3);
+    let controller = match args.controller.as_str() {
+        "pi" => ControllerSpec::Pi(match (&args.pi, &args.pi_file) {
+            (Some(text), _) => {
+                let values: Vec<f64> = text
+                    .split(',')
+                    .map(|v| v.trim().parse::<f64>())
+                    .collect::<Result<_, _>>()
+                    .map_err(|_| Error::invalid("--pi", format!("`{text}`: expected u,g,r")))?;
+                match values[..] {
+                    [u, g, r] => PiParams { u, g, r },
+                    _ => return Err(Error::invalid("--pi", format!("`{text}`: expected u,g,r"))),
+                }
+            }
+            (None, Some(path)) => {
+                let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+                    path: path.clone(),
+                    source,
+                })?;
+                serde_json::from_str(&text)
+                    .map_err(|e| Error::invalid("--pi-file", format!("{}: {e}", path.display())))?
+            }
+            // Each worker controls its own input into its own queue.
+            (None, None) => nominal_pi(c.period_ms, capacity / c.workers as f64, (0.7, 0.8)),
+        }),
+        "ca" => ControllerSpec::Coarse,
+        "none" => ControllerSpec::None,
+        other => {
+            return Err(Error::invalid(
+                "--controller",
+                format!("`{other}`: expected pi, ca or none"),
+            ))
+        }
+    };
+    let mut job = job(c, controller, args.profile, args.target_ms);
+    job.mode = args.mode;
+    if let Some(text) = &args.cost_step {
+        let (cost_us, at_s) = pair("--cost-step", text)?;
+        job.cost_step = Some(CostStep { cost_us, at_s });
+    }
+    let report = run_shedding(job, c.workers)?;
+    print_summary(&report);
+    if let Some(path) = &args.trace {
+        write_trace_csv(path, &report.trace)?;
+    }
+    if let Some(path) = &args.plot {
+        write_trace_svg(
+            path,
+            &report.trace,
+            report.target_delay_ms,
+            &format!("{} controller", report.controller),
+        )?;
+    }
+    if let Some(path) = &args.report {
+        write_report(path, &report)?;
+    }
+    Ok(())
+}
+
+fn identify(args: IdentifyArgs) -> Result<(), Error> {
+    let c = &args.common;
+    let capacity = c.workers as f64 * 1e6 / c.cost_us.max(1e-3);
+    let (low, high) = pair("--levels", &args.levels)?;
+    let periods = (c.duration_s * 1000.0 / c.period_ms).ceil() as usize;
+    let excitation = Profile::prbs(
+        low * capacity,
+        high * capacity,
+        c.period_ms / 1000.0,
+        periods,
+        0x2f1 ^ c.seed as u16,
+    );
+    println!(
+        "exciting {} periods of {} ms between {:.0} and {:.0} records/s (nominal capacity {capacity:.0}/s)",
+        periods,
+        c.period_ms,
+        low * capacity,
+        high * capacity
+    );
+    let report = run_shedding(job(c, ControllerSpec::None, excitation, 1e9), c.workers)?;
+    let input: Vec<f64> = report.trace.iter().map(|row| row.arrival_rate).collect();
+    let delay: Vec<f64> = report.trace.iter().map(|row| row.mean_delay_ms).collect();
+    let model = fit_arx(&input, &delay)?;
+    println!("model: {model}");
+    let poles = pair("--poles", &args.poles)?;
+    let design = design(&model, poles, args.third_pole)?;
+    let p = design.params;
+    println!(
+        "controller: C(k) = {:.4}·C(k−1) + {:.6}·(E(k) − {:.4}·E(k−1))",
+        p.u, p.g, p.r
+    );
+    let shown: Vec<String> = design
+        .poles
+        .iter()
+        .map(|(re, im)| {
+            if *im == 0.0 {
+                format!("{re:.4}")
+            } else {
+                format!("{re:.4}{im:+.4}i")
+            }
+        })
+        .collect();
+    println!("closed-loop poles: {}", shown.join(", "));
+    if let Some(path) = &args.save {
+        write_report(path, &p)?;
+        println!("saved to {}", path.display());
+    }
+    Ok(())
+}
+
+fn print_summary(r: &ShedReport) {
+    println!(
+        "{} controller, target {} ms, {} s: {} arrived, {} dropped",
+        r.controller, r.target_delay_ms, r.duration_s, r.arrived, r.dropped
+    );
+    println!(
+        "  loss {:.2} % (ideal {:.2} %); delay mean {:.1} ms, p50 {:.1}, p99 {:.1}, max {:.1}",
+        100.0 * r.loss_ratio,
+        100.0 * r.ideal_loss_ratio,
+        r.mean_delay_ms,
+        r.delay_ms.p50,
+        r.delay_ms.p99,
+        r.delay_ms.max
+    );
+    println!(
+        "  {} records over target, violation sum {:.0} ms, max overshoot {:.1} ms",
+        r.delayed_records, r.delay_violation_ms_sum, r.max_overshoot_ms
+    );
+    if r.controller == "pi" {
+        println!(
+            "  PI u = {:.4}, g = {:.4}, r = {:.4}",
+            r.params.u, r.params.g, r.params.r
+        );
+    }
+}

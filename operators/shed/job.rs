@@ -1,0 +1,396 @@
+//! The shedding job behind `examples/shedding.rs` and the benchmarks:
+//! records arrive at a profile's rate (timestamped with their arrival
+//! millisecond), pass a shedder and cost real CPU in a processing operator;
+//! a controller on each worker reads the frontier-measured delay every
+//! period and sets the drop fraction.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::operators::vec::Input;
+use timely::dataflow::operators::{Capability, Probe};
+use timely::dataflow::InputHandle;
+
+use crate::common::cluster::ClusterArgs;
+use crate::common::driver::run_gathered;
+use crate::common::hash::splitmix64;
+use crate::common::latency::LatencySummary;
+use crate::common::spin::BusyWork;
+use crate::common::Error;
+
+use super::controller::{drop_fraction, Coarse, Controller, NoShedding, PeriodSample, Pi, PiParams};
+use super::profile::Profile;
+use super::shedder::{Shed, ShedMode, Shedder};
+
+/// Which controller runs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum ControllerSpec {
+    /// PI with these parameters.
+    Pi(PiParams),
+    /// The coarse algorithm.
+    Coarse,
+    /// No shedding.
+    None,
+}
+
+impl ControllerSpec {
+    fn build(&self, target_ms: f64) -> Box<dyn Controller> {
+        match *self {
+            ControllerSpec::Pi(params) => Box::new(Pi::new(params, target_ms)),
+            ControllerSpec::Coarse => Box::new(Coarse::default()),
+            ControllerSpec::None => Box::new(NoShedding),
+        }
+    }
+
+    /// The name reports use.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ControllerSpec::Pi(_) => "pi",
+            ControllerSpec::Coarse => "ca",
+            ControllerSpec::None => "none",
+        }
+    }
+}
+
+/// A step in the per-record cost.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CostStep {
+    /// The cost from `at_s` on, µs per record.
+    pub cost_us: f64,
+    /// When, s.
+    pub at_s: f64,
+}
+
+/// Settings of one shedding run.
+#[derive(Debug, Clone)]
+pub struct ShedJob {
+    /// The controller.
+    pub controller: ControllerSpec,
+    /// D_t, ms.
+    pub target_ms: f64,
+    /// Sampling period W, ms.
+    pub period_ms: f64,
+    /// How long records arrive, s.
+    pub duration_s: f64,
+    /// The arrival rate over time (over all workers).
+    pub profile: Profile,
+    /// Processing cost per record, µs (calibrated on an idle core).
+    pub cost_us: f64,
+    /// An optional step in that cost.
+    pub cost_step: Option<CostStep>,
+    /// How the shedder chooses.
+    pub mode: ShedMode,
+    /// Seed of the random shedder and of record utilities.
+    pub seed: u64,
+    /// Print a progress line to stderr about once a second (worker 0).
+    pub progress: bool,
+}
+
+impl ShedJob {
+    /// Records per second the workers can process at time `t` (each worker a core).
+    pub fn capacity(&self, workers: usize, t: f64) -> f64 {
+        workers as f64 * 1e6 / self.cost_at(t).max(1e-3)
+    }
+
+    fn cost_at(&self, t: f64) -> f64 {
+        match self.cost_step {
+            Some(step) if t >= step.at_s => step.cost_us,
+            _ => self.cost_us,
+        }
+    }
+}
+
+/// One sampling period, as worker 0 saw it (rates over all workers).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct TraceRow {
+    /// End of the period, s.
+    pub time_s: f64,
+    /// Records arriving per second.
+    pub arrival_rate: f64,
+    /// Records admitted per second.
+    pub admitted_rate: f64,
+    /// Fraction dropped in the next period.
+    pub drop_fraction: f64,
+    /// Mean frontier-measured delay over the period, ms.
+    pub mean_delay_ms: f64,
+}
+
+/// The report of a run: the contract of `shedding run --report`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShedReport {
+    /// `pi`, `ca` or `none`.
+    pub controller: String,
+    /// D_t, ms.
+    pub target_delay_ms: f64,
+    /// Seconds of arrivals.
+    pub duration_s: f64,
+    /// Records that arrived.
+    pub arrived: u64,
+    /// Records dropped.
+    pub dropped: u64,
+    /// dropped ÷ arrived.
+    pub loss_ratio: f64,
+    /// The least loss capacity allows: arrivals beyond capacity, per period, ÷ arrived.
+    pub ideal_loss_ratio: f64,
+    /// Σ(D − D_t) over processed records with D > D_t, ms.
+    pub delay_violation_ms_sum: f64,
+    /// Processed records with D > D_t.
+    pub delayed_records: u64,
+    /// Largest D − D_t, ms (0 if none).
+    pub max_overshoot_ms: f64,
+    /// Mean per-record delay, ms.
+    pub mean_delay_ms: f64,
+    /// Per-record delay percentiles.
+    pub delay_ms: LatencySummary,
+    /// PI parameters (zeros for other controllers).
+    pub params: PiParams,
+    /// Worker 0's trace, one row per period.
+    #[serde(skip)]
+    pub trace: Vec<TraceRow>,
+}
+
+/// Longest a processing activation runs before yielding to the driver.
+const PROCESSING_SLICE: Duration = Duration::from_millis(2);
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct WorkerFigures {
+    arrived: u64,
+    dropped: u64,
+    excess: f64,
+    violation_ms: f64,
+    delayed: u64,
+    max_overshoot_ms: f64,
+    delay_sum_ms: f64,
+    processed: u64,
+    delays_us: Vec<u64>,
+    trace: Vec<TraceRow>,
+}
+
+/// A record: its arrival millisecond (also its timestamp) and utility.
+type Item = (u64, f64);
+
+/// Runs the job on `workers` threads of this process.
+pub fn run_shedding(job: ShedJob, workers: usize) -> Result<ShedReport, Error> {
+    if !(job.target_ms > 0.0 && job.target_ms.is_finite()) {
+        return Err(Error::invalid(
+            "--target-ms",
+            format!("{} is not a positive number", job.target_ms),
+        ));
+    }
+    if !(job.period_ms >= 1.0 && job.period_ms.is_finite()) {
+        return Err(Error::invalid(
+            "--period-ms",
+            format!("{} is below 1 ms", job.period_ms),
+        ));
+    }
+    if !(job.cost_us > 0.0 && job.cost_us.is_finite()) {
+        return Err(Error::invalid(
+            "--cost-us",
+            format!("{} is not a positive number", job.cost_us),
+        ));
+    }
+    let shared = job.clone();
+    let report = run_gathered(
+        &ClusterArgs::threads(workers),
+        move |worker| run_worker(worker, &shared),
+        move |figures| assemble(&job, figures),
+    )?;
+    Ok(report.expect("worker 0 runs in this process"))
+}
+
+fn run_worker(worker: &mut timely::worker::Worker, job: &ShedJob) -> WorkerFigures {
+    let (index, peers) = (worker.index(), worker.peers());
+    let start = Instant::now();
+    let now_ms = move || start.elapsed().as_secs_f64() * 1000.0;
+    let shedder = Shedder::default();
+    let work = |cost_us: f64| BusyWork::new(Duration::from_secs_f64(cost_us / 1e6));
+    let cost = Rc::new(Cell::new(work(job.cost_us)));
+    let figures = Rc::new(RefCell::new(WorkerFigures::default()));
+    let mut input = InputHandle::new();
+    let target = job.target_ms;
+    let probe = worker.dataflow::<u64, _, _>(|scope| {
+        let (cost, figures) = (Rc::clone(&cost), Rc::clone(&figures));
+        scope
+            .input_from(&mut input)
+            .shed(&shedder, job.mode, |(_, utility): &Item| *utility, job.seed)
+            .unary::<CapacityContainerBuilder<Vec<()>>, _, _, _>(Pipeline, "Process", move |_, info| {
+                // Records wait here, each batch holding its capability, and
+                // are processed for at most a slice of time per activation:
+                // the backlog stays visible in the output frontier, and the
+                // worker keeps feeding arrivals and running the controller.
+                let activator = scope.activator_for(info.address);
+                let mut queue: VecDeque<(Capability<u64>, Vec<Item>)> = VecDeque::new();
+                move |input, _output| {
+                    input.for_each_stamp(|cap, batches| {
+                        if let Some(held) = cap.retain_least(0) {
+                            for batch in batches {
+                                queue.push_back((held.clone(), std::mem::take(batch)));
+                            }
+                        }
+                    });
+                    let began = Instant::now();
+                    let work = cost.get();
+                    let mut figures = figures.borrow_mut();
+                    while let Some((_, batch)) = queue.front_mut() {
+                        if began.elapsed() >= PROCESSING_SLICE {
+                            break;
+                        }
+                        let Some((arrival_ms, _)) = batch.pop() else {
+                            queue.pop_front();
+                            continue;
+                        };
+                        work.run();
+                        figures.record_delay(now_ms() - arrival_ms as f64, target);
+                    }
+                    if !queue.is_empty() {
+                        activator.activate();
+                    }
+                }
+            })
+            .probe()
+            .0
+    });
+    let mut controller = job.controller.build(job.target_ms);
+    let share = 1.0 / peers as f64;
+    let (mut owed, mut sent, mut last) = (0.0f64, 0u64, 0.0f64);
+    let mut period = Period::default();
+    let mut utility = job.seed ^ (index as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
+    let duration_ms = job.duration_s * 1000.0;
+    loop {
+        let now = now_ms().min(duration_ms);
+        let t = now / 1000.0;
+        if let Some(step) = job.cost_step.filter(|step| t >= step.at_s) {
+            cost.set(work(step.cost_us));
+        }
+        // The arrivals due since the last iteration (this worker's share),
+        // spread evenly over that interval and stamped with their arrival
+        // millisecond: while the worker was busy processing, records kept
+        // arriving.
+        let due = job.profile.rate(t) * share * (now - last) / 1000.0 + owed;
+        let count = due.floor();
+        owed = due - count;
+        for k in 0..count as u64 {
+            let arrival = last + (now - last) * (k + 1) as f64 / count;
+            let time = (arrival as u64).max(*input.time());
+            if *input.time() < time {
+                input.advance_to(time);
+            }
+            utility = splitmix64(utility);
+            input.send((time, (utility >> 11) as f64 / (1u64 << 53) as f64));
+            sent += 1;
+        }
+        last = now;
+        if now >= duration_ms {
+            break;
+        }
+        worker.step();
+        // Frontier-measured delay: how far the completed output lags.
+        period.delay_sum += probe.with_frontier(|f| f.first().map_or(0.0, |&least| (now - least as f64).max(0.0)));
+        period.samples += 1;
+        if now - period.start >= job.period_ms {
+            let seconds = (now - period.start) / 1000.0;
+            let processed = figures.borrow().processed;
+            let sample = PeriodSample {
+                delay_ms: period.delay_sum / period.samples as f64,
+                arrival_rate: (sent - period.sent) as f64 / seconds,
+                processed_rate: (processed - period.processed) as f64 / seconds,
+            };
+            let admitted = controller.admitted_rate(&sample);
+            let fraction = drop_fraction(admitted, sample.arrival_rate);
+            shedder.set_fraction(fraction);
+            let mut figures = figures.borrow_mut();
+            figures.excess += ((sent - period.sent) as f64 - job.capacity(1, t) * seconds).max(0.0);
+            if index == 0 && job.progress && (now / 1000.0).floor() > (period.start / 1000.0).floor() {
+                eprintln!(
+                    "[shedding] {t:.1} s: arrivals {:.0}/s, drop {:.1} %, delay {:.0} ms",
+                    sample.arrival_rate * peers as f64,
+                    100.0 * fraction,
+                    sample.delay_ms
+                );
+            }
+            if index == 0 {
+                figures.trace.push(TraceRow {
+                    time_s: t,
+                    arrival_rate: sample.arrival_rate * peers as f64,
+                    admitted_rate: admitted * peers as f64,
+                    drop_fraction: fraction,
+                    mean_delay_ms: sample.delay_ms,
+                });
+            }
+            period = Period {
+                start: now,
+                sent,
+                processed,
+                ..Period::default()
+            };
+        }
+    }
+    drop(input);
+    while !probe.done() {
+        worker.step_or_park(None);
+    }
+    let mut figures = figures.take();
+    (figures.arrived, figures.dropped) = shedder.counts();
+    figures
+}
+
+/// The running sums of one sampling period.
+#[derive(Debug, Clone, Copy, Default)]
+struct Period {
+    start: f64,
+    sent: u64,
+    processed: u64,
+    delay_sum: f64,
+    samples: u64,
+}
+
+impl WorkerFigures {
+    fn record_delay(&mut self, delay_ms: f64, target_ms: f64) {
+        let delay = delay_ms.max(0.0);
+        self.processed += 1;
+        self.delay_sum_ms += delay;
+        if delay > target_ms {
+            self.violation_ms += delay - target_ms;
+            self.delayed += 1;
+            self.max_overshoot_ms = self.max_overshoot_ms.max(delay - target_ms);
+        }
+        self.delays_us.push((delay * 1000.0) as u64);
+    }
+}
+
+fn assemble(job: &ShedJob, figures: Vec<WorkerFigures>) -> ShedReport {
+    let arrived: u64 = figures.iter().map(|f| f.arrived).sum();
+    let dropped: u64 = figures.iter().map(|f| f.dropped).sum();
+    let processed: u64 = figures.iter().map(|f| f.processed).sum();
+    let delays: Vec<u64> = figures.iter().flat_map(|f| f.delays_us.iter().copied()).collect();
+    let ratio = |part: f64| if arrived > 0 { part / arrived as f64 } else { 0.0 };
+    ShedReport {
+        controller: job.controller.name().into(),
+        target_delay_ms: job.target_ms,
+        duration_s: job.duration_s,
+        arrived,
+        dropped,
+        loss_ratio: ratio(dropped as f64),
+        ideal_loss_ratio: ratio(figures.iter().map(|f| f.excess).sum()),
+        delay_violation_ms_sum: figures.iter().map(|f| f.violation_ms).sum(),
+        delayed_records: figures.iter().map(|f| f.delayed).sum(),
+        max_overshoot_ms: figures.iter().map(|f| f.max_overshoot_ms).fold(0.0, f64::max),
+        mean_delay_ms: if processed > 0 {
+            figures.iter().map(|f| f.delay_sum_ms).sum::<f64>() / processed as f64
+        } else {
+            0.0
+        },
+        delay_ms: LatencySummary::from_micros(&delays),
+        params: match job.controller {
+            ControllerSpec::Pi(params) => params,
+            _ => PiParams { u: 0.0, g: 0.0, r: 0.0 },
+        },
+        trace: figures.into_iter().next().map(|f| f.trace).unwrap_or_default(),
+    }
+}

@@ -1,0 +1,98 @@
+//! The shedding example and job: no overload means no loss, overload is
+//! shed, and bad input is a clear error.
+
+use equipoise::shed::controller::PiParams;
+use equipoise::shed::design::nominal_pi;
+use equipoise::shed::job::{run_shedding, ControllerSpec, ShedJob};
+use equipoise::shed::profile::Profile;
+use equipoise::shed::shedder::ShedMode;
+use support::{run_example, scratch};
+
+mod support;
+
+fn job(controller: ControllerSpec, profile: &str) -> ShedJob {
+    ShedJob {
+        controller,
+        target_ms: 200.0,
+        period_ms: 50.0,
+        duration_s: 2.0,
+        profile: profile.parse().unwrap(),
+        cost_us: 20.0,
+        cost_step: None,
+        mode: ShedMode::Random,
+        seed: 3,
+        progress: false,
+    }
+}
+
+fn pi() -> ControllerSpec {
+    ControllerSpec::Pi(nominal_pi(50.0, 50_000.0, (0.7, 0.8)))
+}
+
+#[test]
+fn without_overload_nothing_is_dropped() {
+    for controller in [pi(), ControllerSpec::Coarse, ControllerSpec::None] {
+        let report = run_shedding(job(controller, "constant:5000"), 1).unwrap();
+        let expected = 5000.0 * 2.0;
+        assert!(
+            (report.arrived as f64 - expected).abs() <= 2.0,
+            "{} arrived",
+            report.arrived
+        );
+        if controller == ControllerSpec::Coarse {
+            // Open loop on a measured rate that lags arrivals a little: a
+            // few records may go.
+            assert!(report.loss_ratio < 0.01, "{report:?}");
+        } else {
+            assert_eq!(report.dropped, 0, "{}", report.controller);
+        }
+    }
+}
+
+#[test]
+fn overload_is_shed_and_counted() {
+    // Three times the capacity of one worker (20 µs per record).
+    let report = run_shedding(job(pi(), "constant:150000"), 1).unwrap();
+    assert!(report.loss_ratio > 0.3, "{report:?}");
+    assert!(report.ideal_loss_ratio > 0.5, "{report:?}");
+    let none = run_shedding(job(ControllerSpec::None, "constant:150000"), 1).unwrap();
+    assert_eq!(none.dropped, 0);
+    assert!(none.delay_ms.max > report.delay_ms.max, "shedding must cut the delay");
+    let semantic = ShedJob {
+        mode: ShedMode::Semantic,
+        ..job(pi(), "constant:150000")
+    };
+    assert!(run_shedding(semantic, 1).unwrap().dropped > 0);
+    assert_eq!(
+        report.params,
+        match pi() {
+            ControllerSpec::Pi(params) => params,
+            _ => PiParams { u: 0.0, g: 0.0, r: 0.0 },
+        }
+    );
+}
+
+#[test]
+fn bad_options_and_rate_files_are_clear_errors() {
+    let rates = scratch("rates.csv");
+    std::fs::write(&rates, "0,100\n2,50\n1,70\n").unwrap();
+    let file = format!("file:{}", rates.display());
+    for (args, expected) in [
+        (vec!["run", "--profile", "linear:5"], "unknown form `linear`"),
+        (vec!["run", "--profile", "constant:-5"], "must not be negative"),
+        (vec!["run", "--profile", file.as_str()], ":3: time 1 does not increase"),
+        (vec!["run", "--target-ms", "-100"], "--target-ms"),
+        (vec!["run", "--controller", "pid"], "expected pi, ca or none"),
+        (vec!["run", "--pi", "1,2"], "expected u,g,r"),
+    ] {
+        let out = run_example("shedding", &args);
+        assert!(!out.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+    assert!("file:/nonexistent/rates.csv"
+        .parse::<Profile>()
+        .unwrap_err()
+        .to_string()
+        .contains("/nonexistent/rates.csv"));
+}
