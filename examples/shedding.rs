@@ -13,7 +13,7 @@ use clap::{Args, Parser, Subcommand};
 use equipoise::common::report::write_report;
 use equipoise::common::Error;
 use equipoise::shed::controller::PiParams;
-use equipoise::shed::design::{design, fit_arx, nominal_pi};
+use equipoise::shed::design::{design, fit_arx, nominal_pi, NOMINAL_POLES};
 use equipoise::shed::job::{run_shedding, ControllerSpec, CostStep, ShedJob, ShedReport};
 use equipoise::shed::plot::{write_trace_csv, write_trace_svg};
 use equipoise::shed::profile::Profile;
@@ -184,7 +184,7 @@ fn run(args: RunArgs) -> Result<(), Error> {
                     .map_err(|e| Error::invalid("--pi-file", format!("{}: {e}", path.display())))?
             }
             // Each worker controls its own input into its own queue.
-            (None, None) => nominal_pi(c.period_ms, capacity / c.workers as f64, (0.7, 0.8)),
+            (None, None) => nominal_pi(c.period_ms, capacity / c.workers as f64, NOMINAL_POLES),
         }),
         "ca" => ControllerSpec::Coarse,
         "none" => ControllerSpec::None,

@@ -8,6 +8,9 @@
 //!
 //! Part 2, SWARM: continuous range queries over points that crowd around
 //! moving hotspots, on a static grid and under SWARM.
+//!
+//! Part 3, load shedding: input ramping up to 1.5× capacity, with no
+//! shedding, the coarse algorithm and the PI controller.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +20,9 @@ use equipoise::common::cluster::ClusterArgs;
 use equipoise::common::keys::{KeySampler, KeySpec};
 use equipoise::pkg::wordcount::{comparison_table, run_wordcount, KeySource, WordcountConfig};
 use equipoise::pkg::Scheme;
+use equipoise::shed::design::{nominal_pi, NOMINAL_POLES};
+use equipoise::shed::job::{run_shedding, ControllerSpec, ShedJob};
+use equipoise::shed::shedder::ShedMode;
 use equipoise::swarm::geometry::{Grid, Rect};
 use equipoise::swarm::job::{run_spatial, DecisionSpec, PolicySpec, SpatialJob};
 use equipoise::swarm::workload::Hotspots;
@@ -98,7 +104,8 @@ fn tour(args: &Args) -> Result<(), equipoise::common::Error> {
         key.counts_digest,
         if same { "identical" } else { "DIFFER (a bug)" }
     );
-    swarm_part(args)
+    swarm_part(args)?;
+    shedding_part()
 }
 
 fn swarm_part(args: &Args) -> Result<(), equipoise::common::Error> {
@@ -167,5 +174,46 @@ fn swarm_part(args: &Args) -> Result<(), equipoise::common::Error> {
             "DIFFER (a bug)"
         }
     );
+    Ok(())
+}
+
+fn shedding_part() -> Result<(), equipoise::common::Error> {
+    let (workers, cost_us, period_ms, target_ms, seconds) = (2usize, 20.0, 100.0, 300.0, 5.0);
+    let capacity = workers as f64 * 1e6 / cost_us;
+    let profile = format!("ramp:{}:{}:1:4", 0.5 * capacity, 1.5 * capacity);
+    println!(
+        "\nPart 3. Load shedding: {workers} workers at {cost_us} µs per record (capacity {capacity:.0}/s), input {profile}, target {target_ms} ms, {seconds} s\n"
+    );
+    println!("| controller | loss % | ideal loss % | records over target | violation sum (s) | max overshoot ms | p99 delay ms |");
+    println!("|---|---|---|---|---|---|---|");
+    for controller in [
+        ControllerSpec::None,
+        ControllerSpec::Coarse,
+        ControllerSpec::Pi(nominal_pi(period_ms, capacity / workers as f64, NOMINAL_POLES)),
+    ] {
+        let job = ShedJob {
+            controller,
+            target_ms,
+            period_ms,
+            duration_s: seconds,
+            profile: profile.parse()?,
+            cost_us,
+            cost_step: None,
+            mode: ShedMode::Random,
+            seed: 1,
+            progress: false,
+        };
+        let r = run_shedding(job, workers)?;
+        println!(
+            "| {} | {:.1} | {:.1} | {} | {:.1} | {:.0} | {:.0} |",
+            r.controller,
+            100.0 * r.loss_ratio,
+            100.0 * r.ideal_loss_ratio,
+            r.delayed_records,
+            r.delay_violation_ms_sum / 1000.0,
+            r.max_overshoot_ms,
+            r.delay_ms.p99
+        );
+    }
     Ok(())
 }

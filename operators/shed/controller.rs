@@ -85,13 +85,14 @@ impl Controller for Pi {
     }
 }
 
-/// Aurora's coarse algorithm: open loop; each period, when the dataflow did
-/// not keep up with the load it was offered, take its measured processing
-/// rate as the capacity and admit at most that, whatever delay has built up.
+/// Aurora's coarse algorithm, open loop: each period it takes the measured
+/// processing rate as the capacity and sheds f = max(0, 1 − capacity/load)
+/// of the next period's arrivals, with no memory of the delay already built
+/// up. (The processing rate is measured after the shedder, so once it sheds
+/// it keeps shedding about as much while the load falls: the paper's "sheds
+/// too much when the input load is decreasing".)
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Coarse {
-    last_admitted: Option<f64>,
-}
+pub struct Coarse;
 
 impl Controller for Coarse {
     fn name(&self) -> &'static str {
@@ -99,16 +100,7 @@ impl Controller for Coarse {
     }
 
     fn admitted_rate(&mut self, sample: &PeriodSample) -> f64 {
-        // The load offered to the dataflow last period; processing within 2 %
-        // of it means it kept up, and its capacity is not known to be lower.
-        let offered = self.last_admitted.unwrap_or(sample.arrival_rate);
-        let admitted = if sample.processed_rate >= 0.98 * offered {
-            sample.arrival_rate
-        } else {
-            sample.arrival_rate.min(sample.processed_rate)
-        };
-        self.last_admitted = Some(admitted);
-        admitted
+        sample.arrival_rate.min(sample.processed_rate)
     }
 }
 
@@ -175,8 +167,8 @@ mod tests {
             arrival_rate: 1000.0,
             processed_rate: 600.0,
         };
-        assert_eq!(Coarse::default().admitted_rate(&overloaded), 600.0);
-        assert_eq!(Coarse::default().admitted_rate(&sample(10.0, 800.0)), 800.0);
+        assert_eq!(Coarse.admitted_rate(&overloaded), 600.0);
+        assert_eq!(Coarse.admitted_rate(&sample(10.0, 800.0)), 800.0);
         assert_eq!(NoShedding.admitted_rate(&overloaded), 1000.0);
         assert_eq!(drop_fraction(600.0, 1000.0), 0.4);
         assert_eq!(drop_fraction(5.0, 0.0), 0.0);

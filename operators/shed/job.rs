@@ -43,7 +43,7 @@ impl ControllerSpec {
     fn build(&self, target_ms: f64) -> Box<dyn Controller> {
         match *self {
             ControllerSpec::Pi(params) => Box::new(Pi::new(params, target_ms)),
-            ControllerSpec::Coarse => Box::new(Coarse::default()),
+            ControllerSpec::Coarse => Box::new(Coarse),
             ControllerSpec::None => Box::new(NoShedding),
         }
     }

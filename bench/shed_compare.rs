@@ -1,0 +1,152 @@
+//! PI vs the coarse algorithm vs no shedding, side by side on the same rate
+//! profiles, with a target of a few hundred milliseconds.
+//!
+//! `cargo bench --bench shed_compare -- [--duration-s S] [--workers W] [--cost-us X]`
+//!
+//! Capacity is `workers × 10⁶ / cost_us` records/s (each worker a core); the
+//! profiles are set relative to it. Every run is one pass in real time.
+
+use clap::Parser;
+use equipoise::shed::design::{nominal_pi, NOMINAL_POLES};
+use equipoise::shed::job::{run_shedding, ControllerSpec, CostStep, ShedJob, ShedReport};
+use equipoise::shed::shedder::ShedMode;
+
+#[derive(Parser, Debug)]
+struct Args {
+    #[arg(long, default_value_t = 10.0)]
+    duration_s: f64,
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    #[arg(long, default_value_t = 20.0)]
+    cost_us: f64,
+    #[arg(long, default_value_t = 300.0)]
+    target_ms: f64,
+    #[arg(long, default_value_t = 100.0)]
+    period_ms: f64,
+    /// cargo bench passes --bench; accepted and ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+/// Periods after `at_s` until the mean delay is within ±10 % of the target
+/// and stays there for the rest of the trace (None if it never settles).
+fn settling_periods(report: &ShedReport, at_s: f64) -> Option<usize> {
+    let after: Vec<f64> = report
+        .trace
+        .iter()
+        .filter(|row| row.time_s >= at_s)
+        .map(|row| row.mean_delay_ms)
+        .collect();
+    let inside = |d: f64| (d - report.target_delay_ms).abs() <= 0.1 * report.target_delay_ms;
+    (0..after.len()).find(|&k| after[k..].iter().all(|&d| inside(d)))
+}
+
+fn main() {
+    let args = Args::parse();
+    let capacity = args.workers as f64 * 1e6 / args.cost_us;
+    let (low, high) = (0.5 * capacity, 1.5 * capacity);
+    let d = args.duration_s;
+    let profiles: Vec<(&str, String, Option<CostStep>, Option<f64>)> = vec![
+        // From one overload to a heavier one, so the delay sits at the
+        // target before the step.
+        (
+            "step up",
+            format!("step:{}:{}:{}", 1.2 * capacity, 1.8 * capacity, d * 0.5),
+            None,
+            Some(d * 0.5),
+        ),
+        (
+            "ramp up",
+            format!("ramp:{low}:{high}:{}:{}", d * 0.2, d * 0.8),
+            None,
+            None,
+        ),
+        (
+            "ramp down",
+            format!("ramp:{high}:{low}:{}:{}", d * 0.2, d * 0.8),
+            None,
+            None,
+        ),
+        (
+            "sine",
+            format!("sine:{capacity}:{}:{}", 0.6 * capacity, d / 2.0),
+            None,
+            None,
+        ),
+        (
+            "bursts",
+            format!("bursts:{low}:{}:{}:{}", 2.0 * capacity, d / 5.0, d / 20.0),
+            None,
+            None,
+        ),
+        (
+            "cost step",
+            format!("constant:{}", 0.8 * capacity),
+            Some(CostStep {
+                cost_us: 2.0 * args.cost_us,
+                at_s: d * 0.3,
+            }),
+            Some(d * 0.3),
+        ),
+    ];
+    let pi = ControllerSpec::Pi(nominal_pi(
+        args.period_ms,
+        capacity / args.workers as f64,
+        NOMINAL_POLES,
+    ));
+    println!(
+        "load shedding: {} workers, {} µs per record (capacity {capacity:.0} records/s), target {} ms, period {} ms, {} s per run",
+        args.workers, args.cost_us, args.target_ms, args.period_ms, args.duration_s
+    );
+    println!("| profile | controller | loss % | ideal loss % | violation sum (s) | delayed records | max overshoot ms | mean delay ms | p99 delay ms | settling periods |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let mut summary = Vec::new();
+    for (name, profile, cost_step, step_at) in &profiles {
+        let mut violations = Vec::new();
+        for controller in [ControllerSpec::None, ControllerSpec::Coarse, pi] {
+            let job = ShedJob {
+                controller,
+                target_ms: args.target_ms,
+                period_ms: args.period_ms,
+                duration_s: args.duration_s,
+                profile: profile.parse().unwrap(),
+                cost_us: args.cost_us,
+                cost_step: *cost_step,
+                mode: ShedMode::Random,
+                seed: 1,
+                progress: false,
+            };
+            let r = run_shedding(job, args.workers).unwrap();
+            let settling = step_at
+                .and_then(|at| settling_periods(&r, at))
+                .map_or("-".to_string(), |k| k.to_string());
+            println!(
+                "| {name} | {} | {:.2} | {:.2} | {:.1} | {} | {:.0} | {:.0} | {:.0} | {settling} |",
+                r.controller,
+                100.0 * r.loss_ratio,
+                100.0 * r.ideal_loss_ratio,
+                r.delay_violation_ms_sum / 1000.0,
+                r.delayed_records,
+                r.max_overshoot_ms,
+                r.mean_delay_ms,
+                r.delay_ms.p99
+            );
+            violations.push((r.delay_violation_ms_sum, r.loss_ratio, r.ideal_loss_ratio));
+        }
+        summary.push((name, violations));
+    }
+    println!();
+    for (name, v) in summary {
+        let (ca, pi) = (v[1], v[2]);
+        println!(
+            "{name}: CA/PI violation ratio {}, PI loss {:+.2} points over ideal, CA {:+.2}",
+            if pi.0 > 0.0 {
+                format!("{:.2}", ca.0 / pi.0)
+            } else {
+                "inf (PI has none)".into()
+            },
+            100.0 * (pi.1 - pi.2),
+            100.0 * (ca.1 - ca.2)
+        );
+    }
+}
