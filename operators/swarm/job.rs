@@ -319,7 +319,7 @@ fn assemble(job: &SpatialJob, processes: usize, figures: Vec<WorkerFigures>) -> 
 pub fn brute_force_matches(input: &SpatialInput, batch: u64) -> (u64, u64) {
     use super::dataflow::match_digest;
     let epoch = |line: u64| line / batch.max(1);
-    let mut active: Vec<(super::app::Query, u64)> = Vec::new();
+    let mut active: Vec<super::app::Query> = Vec::new();
     let (mut matches, mut digest) = (0u64, 0u64);
     let mut by_epoch: std::collections::BTreeMap<u64, Vec<&Record>> = std::collections::BTreeMap::new();
     for (line, record) in &input.records {
@@ -328,17 +328,17 @@ pub fn brute_force_matches(input: &SpatialInput, batch: u64) -> (u64, u64) {
     for records in by_epoch.values() {
         for record in records {
             if let Record::Query(query) = record {
-                active.push((*query, 0));
+                active.push(*query);
             }
         }
         for record in records {
             if let Record::Removal(query) = record {
-                active.retain(|(held, _)| held.id != query.id);
+                active.retain(|held| held.id != query.id);
             }
         }
         for record in records {
             if let Record::Point(point) = record {
-                for (query, _) in &active {
+                for query in &active {
                     if query.rect.contains(point.x, point.y) {
                         matches += 1;
                         digest = digest.wrapping_add(match_digest(query.id, point.id));
