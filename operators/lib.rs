@@ -1,7 +1,8 @@
 //! # equipoise
 //!
 //! Timely-dataflow (and differential-dataflow) operators that keep a
-//! distributed streaming dataflow balanced when its input is skewed.
+//! distributed streaming dataflow balanced, and inside its latency target,
+//! when its input is skewed or too fast.
 //!
 //! - [`pkg`]: Partial Key Grouping. Exchange pacts that split each key over
 //!   two workers, choosing the less loaded by a load estimate each sender keeps
@@ -9,6 +10,15 @@
 //!   aggregation operators (`pkg_aggregate`, `pkg_count`, `top_k`) that merge
 //!   the split partial results exactly; `pkg_count` for differential
 //!   collections.
+//! - [`swarm`]: SWARM. A grid index that routes points and range queries to
+//!   spatial partitions owned by workers, per-partition statistics, a
+//!   coordinator that moves, splits and merges partitions as the load moves,
+//!   and migrations that lose and duplicate nothing.
+//! - [`shed`]: load shedding held at a delay target by a PI controller on the
+//!   frontier-measured delay, with identification and pole-placement design,
+//!   against the coarse algorithm.
+//! - [`common`]: deterministic hashing, errors, cluster flags, job driving and
+//!   gathering, workload generators.
 //!
 //! ```
 //! use timely::dataflow::operators::{ToStream, Inspect};
