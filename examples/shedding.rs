@@ -99,8 +99,11 @@ struct IdentifyArgs {
     #[command(flatten)]
     common: Common,
     /// The two input levels, as fractions of the nominal capacity.
-    #[arg(long, default_value = "0.5,1.2")]
+    #[arg(long, default_value = "0.8,1.3")]
     levels: String,
+    /// Periods each level of the pseudo-random sequence holds.
+    #[arg(long, default_value_t = 5)]
+    hold: usize,
     /// Desired closed-loop poles.
     #[arg(long, default_value = "0.7,0.8")]
     poles: String,
