@@ -85,3 +85,36 @@ pub fn write_trace_svg(path: &Path, trace: &[TraceRow], target_ms: f64, title: &
     .expect("writing to a String");
     write(path, svg)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_and_svg_hold_every_period() {
+        let trace: Vec<TraceRow> = (1..=5)
+            .map(|k| TraceRow {
+                time_s: k as f64 * 0.1,
+                arrival_rate: 1000.0,
+                admitted_rate: 800.0,
+                drop_fraction: 0.2,
+                mean_delay_ms: 100.0 * k as f64,
+            })
+            .collect();
+        let dir = std::env::temp_dir().join(format!("equipoise-plot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (csv, svg) = (dir.join("trace.csv"), dir.join("trace.svg"));
+        write_trace_csv(&csv, &trace).unwrap();
+        let text = std::fs::read_to_string(&csv).unwrap();
+        assert_eq!(text.lines().count(), 6);
+        assert_eq!(text.lines().nth(5).unwrap(), "0.500,1000.0,800.0,0.2000,500.00");
+        write_trace_svg(&svg, &trace, 300.0, "pi").unwrap();
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(text.starts_with("<svg") && text.trim_end().ends_with("</svg>"));
+        // One point per period on both lines.
+        for line in text.lines().filter(|l| l.starts_with("<polyline")) {
+            assert_eq!(line.matches(',').count(), 5, "{line}");
+        }
+        assert_eq!(text.matches("<polyline").count(), 2);
+    }
+}
