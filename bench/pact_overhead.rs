@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use clap::Parser;
 use equipoise::common::hash::{key_hash, splitmix64};
+use equipoise::common::median::spread;
 use equipoise::pkg::PartialKeyGrouping;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, ParallelizationContract};
@@ -169,11 +170,6 @@ fn receive<'s, P: ParallelizationContract<u64, Vec<u64>>>(
     })
 }
 
-fn summary(values: &mut [f64]) -> (f64, f64, f64) {
-    values.sort_by(f64::total_cmp);
-    (values[0], values[values.len() / 2], values[values.len() - 1])
-}
-
 fn main() {
     let args = Args::parse();
     let mut setups = Vec::new();
@@ -207,8 +203,8 @@ fn main() {
     println!("| receiver | key function | workers | Exchange | PKG | PKG / Exchange (medians) |");
     println!("|---|---|---|---|---|---|");
     for (pair, setup) in setups.iter().enumerate() {
-        let (e_min, e_med, e_max) = summary(&mut samples[2 * pair]);
-        let (p_min, p_med, p_max) = summary(&mut samples[2 * pair + 1]);
+        let (e_min, e_med, e_max) = spread(std::mem::take(&mut samples[2 * pair]));
+        let (p_min, p_med, p_max) = spread(std::mem::take(&mut samples[2 * pair + 1]));
         println!(
             "| {} | {} | {} | {:.0} [{:.0}, {:.0}] | {:.0} [{:.0}, {:.0}] | {:.3} |",
             setup.receiver.name(),

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use equipoise::common::cluster::ClusterArgs;
+use equipoise::common::median::median_by;
 use equipoise::swarm::geometry::{Grid, Rect};
 use equipoise::swarm::input::SpatialInput;
 use equipoise::swarm::job::{run_spatial, DecisionSpec, PolicySpec, SpatialJob, SpatialReport};
@@ -114,10 +115,7 @@ fn main() {
     }
     let medians: Vec<SpatialReport> = runs
         .into_iter()
-        .map(|mut reports| {
-            reports.sort_by(|a, b| a.points_per_s.total_cmp(&b.points_per_s));
-            reports.swap_remove(reports.len() / 2)
-        })
+        .map(|reports| median_by(reports, |r| r.points_per_s))
         .collect();
     println!(
         "SWARM vs static: {} points, {} queries, 64 x 64 grid, epochs of 1000 lines, rounds of 2 epochs, {} rounds (median run shown)",

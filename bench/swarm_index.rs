@@ -10,6 +10,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use clap::Parser;
+use equipoise::common::median::median_by;
 use equipoise::swarm::cost::{normalized, CostModel, RangeQueryCost};
 use equipoise::swarm::forced::random_change;
 use equipoise::swarm::geometry::{Cell, CellRect, Grid, OutOfBounds, Rect};
@@ -30,14 +31,9 @@ struct Args {
     bench: bool,
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 /// Median over `rounds` of the seconds `work` takes, divided by `per`.
 fn time_per(rounds: usize, per: f64, mut work: impl FnMut()) -> f64 {
-    median(
+    median_by(
         (0..rounds)
             .map(|_| {
                 let start = Instant::now();
@@ -45,6 +41,7 @@ fn time_per(rounds: usize, per: f64, mut work: impl FnMut()) -> f64 {
                 start.elapsed().as_secs_f64() / per
             })
             .collect(),
+        |x| *x,
     )
 }
 
@@ -151,7 +148,7 @@ fn main() {
     }
     println!(
         "| round-end update (Algorithm 2), 64 × 64-cell partition | {:.2} µs |",
-        median(samples) * 1e6
+        median_by(samples, |x| *x) * 1e6
     );
 
     // Split-line search on that partition: both axes, both sides.

@@ -12,6 +12,7 @@ use std::time::Duration;
 use clap::Parser;
 use equipoise::common::cluster::ClusterArgs;
 use equipoise::common::keys::{KeySampler, KeySpec};
+use equipoise::common::median::median_by;
 use equipoise::pkg::wordcount::{comparison_table, run_wordcount, KeySource, WordcountConfig, WordcountReport};
 use equipoise::pkg::Scheme;
 
@@ -73,10 +74,7 @@ fn main() {
     );
     let medians: Vec<WordcountReport> = runs
         .into_iter()
-        .map(|mut reports| {
-            reports.sort_by(|a, b| a.records_per_s.total_cmp(&b.records_per_s));
-            reports.swap_remove(reports.len() / 2)
-        })
+        .map(|reports| median_by(reports, |r| r.records_per_s))
         .collect();
     println!(
         "skewed word count: --keys {} --records {} --batch {} --work-us {}, {} rounds (median run shown), p1 = {:.3}",

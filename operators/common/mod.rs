@@ -10,6 +10,7 @@ pub mod hash;
 pub mod keys;
 pub mod latency;
 pub mod lines;
+pub mod median;
 pub mod report;
 pub mod scatter;
 pub mod spin;
