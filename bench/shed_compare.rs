@@ -7,8 +7,9 @@
 //! profiles are set relative to it. Every run is one pass in real time.
 
 use clap::Parser;
-use equipoise::shed::design::{nominal_pi, NOMINAL_POLES};
+use equipoise::shed::design::nominal_pi;
 use equipoise::shed::job::{run_shedding, ControllerSpec, CostStep, ShedJob, ShedReport};
+use equipoise::shed::predictor::Prediction;
 use equipoise::shed::shedder::ShedMode;
 
 #[derive(Parser, Debug)]
@@ -55,6 +56,15 @@ fn main() {
             None,
             Some(d * 0.5),
         ),
+        // A flash crowd: from half the capacity to six times it. The
+        // backlog of the period before any controller reacts is above the
+        // target: CA keeps it, PI drains it.
+        (
+            "flash crowd",
+            format!("step:{low}:{}:{}", 6.0 * capacity, d * 0.2),
+            None,
+            Some(d * 0.2),
+        ),
         (
             "ramp up",
             format!("ramp:{low}:{high}:{}:{}", d * 0.2, d * 0.8),
@@ -89,11 +99,27 @@ fn main() {
             Some(d * 0.3),
         ),
     ];
-    let pi = ControllerSpec::Pi(nominal_pi(
-        args.period_ms,
-        capacity / args.workers as f64,
-        NOMINAL_POLES,
-    ));
+    // Each worker controls its own input into its own queue.
+    let per_worker = capacity / args.workers as f64;
+    let variants = [
+        ("none", ControllerSpec::None, Prediction::Off),
+        ("ca", ControllerSpec::Coarse, Prediction::Off),
+        (
+            "pi (measured delay, poles 0.85/0.9)",
+            ControllerSpec::Pi(nominal_pi(args.period_ms, per_worker, (0.85, 0.9))),
+            Prediction::Off,
+        ),
+        (
+            "pi + predictor (poles 0.7/0.8)",
+            ControllerSpec::Pi(nominal_pi(args.period_ms, per_worker, (0.7, 0.8))),
+            Prediction::Smith,
+        ),
+        (
+            "pi + predictor (poles 0.5/0.6)",
+            ControllerSpec::Pi(nominal_pi(args.period_ms, per_worker, (0.5, 0.6))),
+            Prediction::Smith,
+        ),
+    ];
     println!(
         "load shedding: {} workers, {} µs per record (capacity {capacity:.0} records/s), target {} ms, period {} ms, {} s per run",
         args.workers, args.cost_us, args.target_ms, args.period_ms, args.duration_s
@@ -103,9 +129,10 @@ fn main() {
     let mut summary = Vec::new();
     for (name, profile, cost_step, step_at) in &profiles {
         let mut violations = Vec::new();
-        for controller in [ControllerSpec::None, ControllerSpec::Coarse, pi] {
+        for (label, controller, prediction) in variants {
             let job = ShedJob {
                 controller,
+                prediction,
                 target_ms: args.target_ms,
                 period_ms: args.period_ms,
                 duration_s: args.duration_s,
@@ -121,8 +148,7 @@ fn main() {
                 .and_then(|at| settling_periods(&r, at))
                 .map_or("-".to_string(), |k| k.to_string());
             println!(
-                "| {name} | {} | {:.2} | {:.2} | {:.1} | {} | {:.0} | {:.0} | {:.0} | {settling} |",
-                r.controller,
+                "| {name} | {label} | {:.2} | {:.2} | {:.1} | {} | {:.0} | {:.0} | {:.0} | {settling} |",
                 100.0 * r.loss_ratio,
                 100.0 * r.ideal_loss_ratio,
                 r.delay_violation_ms_sum / 1000.0,
@@ -131,22 +157,25 @@ fn main() {
                 r.mean_delay_ms,
                 r.delay_ms.p99
             );
-            violations.push((r.delay_violation_ms_sum, r.loss_ratio, r.ideal_loss_ratio));
+            violations.push((label, r.delay_violation_ms_sum, r.loss_ratio, r.ideal_loss_ratio));
         }
         summary.push((name, violations));
     }
     println!();
     for (name, v) in summary {
-        let (ca, pi) = (v[1], v[2]);
-        println!(
-            "{name}: CA/PI violation ratio {}, PI loss {:+.2} points over ideal, CA {:+.2}",
-            if pi.0 > 0.0 {
-                format!("{:.2}", ca.0 / pi.0)
-            } else {
-                "inf (PI has none)".into()
-            },
-            100.0 * (pi.1 - pi.2),
-            100.0 * (ca.1 - ca.2)
-        );
+        let ca = v[1];
+        for pi in &v[2..] {
+            println!(
+                "{name}, {}: CA/PI violation ratio {}, PI loss {:+.2} points over ideal (CA {:+.2})",
+                pi.0,
+                if pi.1 > 0.0 {
+                    format!("{:.2}", ca.1 / pi.1)
+                } else {
+                    "inf (PI has none)".into()
+                },
+                100.0 * (pi.2 - pi.3),
+                100.0 * (ca.2 - ca.3)
+            );
+        }
     }
 }

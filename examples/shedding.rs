@@ -13,9 +13,11 @@ use clap::{Args, Parser, Subcommand};
 use equipoise::common::report::write_report;
 use equipoise::common::Error;
 use equipoise::shed::controller::PiParams;
-use equipoise::shed::design::{design, fit_arx, nominal_pi, NOMINAL_POLES};
+use equipoise::shed::design::{default_poles, design, fit_trace, nominal_pi, MEASURED_DELAY_POLES};
+use equipoise::shed::excitation::ExcitationSpec;
 use equipoise::shed::job::{run_shedding, ControllerSpec, CostStep, ShedJob, ShedReport};
 use equipoise::shed::plot::{write_trace_csv, write_trace_svg};
+use equipoise::shed::predictor::Prediction;
 use equipoise::shed::profile::Profile;
 use equipoise::shed::shedder::ShedMode;
 
@@ -80,6 +82,10 @@ struct RunArgs {
     /// PI parameters saved by `identify --save`.
     #[arg(long)]
     pi_file: Option<PathBuf>,
+    /// The delay the PI controller sees: `smith` (the frontier delay plus the
+    /// backlog admitted while the oldest record waited) or `off` (as measured).
+    #[arg(long, value_enum, default_value_t = Prediction::Smith)]
+    prediction: Prediction,
     /// How to choose what to drop.
     #[arg(long = "shed", value_enum, default_value_t = ShedMode::Random)]
     mode: ShedMode,
@@ -98,12 +104,24 @@ struct RunArgs {
 struct IdentifyArgs {
     #[command(flatten)]
     common: Common,
-    /// The two input levels, as fractions of the nominal capacity.
-    #[arg(long, default_value = "0.8,1.3")]
-    levels: String,
-    /// Periods each level of the pseudo-random sequence holds.
-    #[arg(long, default_value_t = 5)]
+    /// Arrival rate while identifying, as a multiple of the nominal capacity:
+    /// above 1, so that the admitted rate is the controller's to set.
+    #[arg(long, default_value_t = 2.0)]
+    arrival: f64,
+    /// Amplitude of the two-level dither on the admitted rate, as a fraction
+    /// of the nominal capacity.
+    #[arg(long, default_value_t = 0.2)]
+    amplitude: f64,
+    /// Periods each dither level holds.
+    #[arg(long, default_value_t = 2)]
     hold: usize,
+    /// Delay the stabilizing controller holds while identifying, ms.
+    #[arg(long, default_value_t = 300.0)]
+    target_ms: f64,
+    /// The delay to model: `smith` (what `run --prediction smith` controls)
+    /// or `off` (the frontier delay as measured).
+    #[arg(long, value_enum, default_value_t = Prediction::Smith)]
+    prediction: Prediction,
     /// Desired closed-loop poles.
     #[arg(long, default_value = "0.7,0.8")]
     poles: String,
@@ -144,6 +162,7 @@ fn pair(option: &str, text: &str) -> Result<(f64, f64), Error> {
 fn job(common: &Common, controller: ControllerSpec, profile: Profile, target_ms: f64) -> ShedJob {
     ShedJob {
         controller,
+        prediction: Prediction::Smith,
         target_ms,
         period_ms: common.period_ms,
         duration_s: common.duration_s,
@@ -187,7 +206,7 @@ fn run(args: RunArgs) -> Result<(), Error> {
                     .map_err(|e| Error::invalid("--pi-file", format!("{}: {e}", path.display())))?
             }
             // Each worker controls its own input into its own queue.
-            (None, None) => nominal_pi(c.period_ms, capacity / c.workers as f64, NOMINAL_POLES),
+            (None, None) => nominal_pi(c.period_ms, capacity / c.workers as f64, default_poles(args.prediction)),
         }),
         "ca" => ControllerSpec::Coarse,
         "none" => ControllerSpec::None,
@@ -200,6 +219,7 @@ fn run(args: RunArgs) -> Result<(), Error> {
     };
     let mut job = job(c, controller, args.profile, args.target_ms);
     job.mode = args.mode;
+    job.prediction = args.prediction;
     if let Some(text) = &args.cost_step {
         let (cost_us, at_s) = pair("--cost-step", text)?;
         job.cost_step = Some(CostStep { cost_us, at_s });
@@ -225,27 +245,50 @@ fn run(args: RunArgs) -> Result<(), Error> {
 
 fn identify(args: IdentifyArgs) -> Result<(), Error> {
     let c = &args.common;
+    if !(args.arrival > 1.0 && args.arrival.is_finite()) {
+        return Err(Error::invalid(
+            "--arrival",
+            format!("{} does not overload the dataflow (need more than 1)", args.arrival),
+        ));
+    }
+    if !(args.amplitude > 0.0 && args.amplitude < 1.0) {
+        return Err(Error::invalid(
+            "--amplitude",
+            format!("{} is not a fraction between 0 and 1", args.amplitude),
+        ));
+    }
     let capacity = c.workers as f64 * 1e6 / c.cost_us.max(1e-3);
-    let (low, high) = pair("--levels", &args.levels)?;
-    let periods = (c.duration_s * 1000.0 / c.period_ms).ceil() as usize;
-    let excitation = Profile::prbs(
-        low * capacity,
-        high * capacity,
-        c.period_ms / 1000.0,
-        periods,
-        0x2f1 ^ c.seed as u16,
-    );
+    let per_worker = capacity / c.workers as f64;
+    // A slow loop holds the delay near the target; the dither excites it.
+    let stabilizer = nominal_pi(c.period_ms, per_worker, MEASURED_DELAY_POLES);
+    let excitation = ExcitationSpec {
+        amplitude: args.amplitude * per_worker,
+        hold: args.hold,
+        seed: 0x2f1 ^ c.seed as u16,
+    };
     println!(
-        "exciting {} periods of {} ms between {:.0} and {:.0} records/s (nominal capacity {capacity:.0}/s)",
-        periods,
+        "exciting: arrivals {:.0}/s ({}x the nominal capacity {capacity:.0}/s), admitted rate dithered by ±{:.0}/s per worker every {} periods of {} ms, delay held near {} ms",
+        args.arrival * capacity,
+        args.arrival,
+        excitation.amplitude,
+        args.hold,
         c.period_ms,
-        low * capacity,
-        high * capacity
+        args.target_ms
     );
-    let report = run_shedding(job(c, ControllerSpec::None, excitation, 1e9), c.workers)?;
-    let input: Vec<f64> = report.trace.iter().map(|row| row.arrival_rate).collect();
-    let delay: Vec<f64> = report.trace.iter().map(|row| row.mean_delay_ms).collect();
-    let model = fit_arx(&input, &delay)?;
+    let mut job = job(
+        c,
+        ControllerSpec::Excited(stabilizer, excitation),
+        Profile::Constant(args.arrival * capacity),
+        args.target_ms,
+    );
+    job.prediction = args.prediction;
+    let report = run_shedding(job, c.workers)?;
+    println!(
+        "fitting {} periods (queue model: b = {:.6} ms per record/s per worker)",
+        report.trace.len(),
+        c.period_ms / per_worker
+    );
+    let model = fit_trace(&report.trace, c.workers, args.target_ms)?;
     println!("model: {model}");
     let poles = pair("--poles", &args.poles)?;
     let design = design(&model, poles, args.third_pole)?;
@@ -268,7 +311,15 @@ fn identify(args: IdentifyArgs) -> Result<(), Error> {
     println!("closed-loop poles: {}", shown.join(", "));
     if let Some(path) = &args.save {
         write_report(path, &p)?;
-        println!("saved to {}", path.display());
+        println!(
+            "saved to {}; use with `run --pi-file {} --prediction {}`",
+            path.display(),
+            path.display(),
+            match args.prediction {
+                Prediction::Smith => "smith",
+                Prediction::Off => "off",
+            }
+        );
     }
     Ok(())
 }

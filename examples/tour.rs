@@ -22,6 +22,7 @@ use equipoise::pkg::wordcount::{comparison_table, run_wordcount, KeySource, Word
 use equipoise::pkg::Scheme;
 use equipoise::shed::design::{nominal_pi, NOMINAL_POLES};
 use equipoise::shed::job::{run_shedding, ControllerSpec, ShedJob};
+use equipoise::shed::predictor::Prediction;
 use equipoise::shed::shedder::ShedMode;
 use equipoise::swarm::geometry::{Grid, Rect};
 use equipoise::swarm::job::{run_spatial, DecisionSpec, PolicySpec, SpatialJob};
@@ -193,6 +194,7 @@ fn shedding_part() -> Result<(), equipoise::common::Error> {
     ] {
         let job = ShedJob {
             controller,
+            prediction: Prediction::Smith,
             target_ms,
             period_ms,
             duration_s: seconds,

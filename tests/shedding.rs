@@ -4,6 +4,7 @@
 use equipoise::shed::controller::PiParams;
 use equipoise::shed::design::{nominal_pi, NOMINAL_POLES};
 use equipoise::shed::job::{run_shedding, ControllerSpec, ShedJob};
+use equipoise::shed::predictor::Prediction;
 use equipoise::shed::profile::Profile;
 use equipoise::shed::shedder::ShedMode;
 use support::{run_example, scratch};
@@ -13,6 +14,7 @@ mod support;
 fn job(controller: ControllerSpec, profile: &str) -> ShedJob {
     ShedJob {
         controller,
+        prediction: Prediction::Smith,
         target_ms: 200.0,
         period_ms: 50.0,
         duration_s: 2.0,
@@ -84,6 +86,9 @@ fn bad_options_and_rate_files_are_clear_errors() {
         (vec!["run", "--target-ms", "-100"], "--target-ms"),
         (vec!["run", "--controller", "pid"], "expected pi, ca or none"),
         (vec!["run", "--pi", "1,2"], "expected u,g,r"),
+        (vec!["run", "--prediction", "oracle"], "invalid value 'oracle'"),
+        (vec!["identify", "--arrival", "0.9"], "does not overload"),
+        (vec!["identify", "--amplitude", "1.5"], "--amplitude"),
     ] {
         let out = run_example("shedding", &args);
         assert!(!out.status.success(), "{args:?}");

@@ -11,6 +11,8 @@ pub struct PeriodSample {
     pub delay_ms: f64,
     /// Î(k): records that arrived per second during the period.
     pub arrival_rate: f64,
+    /// Records per second the shedder let through during the period.
+    pub admitted_rate: f64,
     /// Records per second the dataflow processed during the period.
     pub processed_rate: f64,
 }
@@ -126,6 +128,7 @@ mod tests {
         PeriodSample {
             delay_ms,
             arrival_rate,
+            admitted_rate: arrival_rate,
             processed_rate: arrival_rate,
         }
     }
@@ -165,6 +168,7 @@ mod tests {
         let overloaded = PeriodSample {
             delay_ms: 5000.0,
             arrival_rate: 1000.0,
+            admitted_rate: 600.0,
             processed_rate: 600.0,
         };
         assert_eq!(Coarse.admitted_rate(&overloaded), 600.0);

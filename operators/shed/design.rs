@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::Error;
 
 use super::controller::PiParams;
+use super::job::TraceRow;
 
 /// AD(k) = a1·AD(k−1) + a2·AD(k−2) + b1·I(k−1) + b2·I(k−2).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -72,6 +73,39 @@ pub fn fit_arx(input: &[f64], delay: &[f64]) -> Result<ArxModel, Error> {
         b1: theta[2],
         b2: theta[3],
     })
+}
+
+/// Fits the ARX model to the trace of an identification run
+/// ([`Excited`](super::excitation::Excited) on `workers` workers): input the
+/// admitted rate per worker, output the delay the controller saw, from the
+/// first period that delay reached `target_ms` (before it the queue was
+/// filling and the shedder idle), as deviations from their means. The rate admitted during period k + 1 is
+/// the controller's output at the end of period k: the model's I(k).
+pub fn fit_trace(trace: &[TraceRow], workers: usize, target_ms: f64) -> Result<ArxModel, Error> {
+    let start = trace
+        .iter()
+        .position(|row| row.controlled_delay_ms >= target_ms)
+        .unwrap_or(trace.len());
+    let rows = &trace[start..];
+    let input: Vec<f64> = rows
+        .iter()
+        .skip(1)
+        .map(|row| row.admitted_rate / workers.max(1) as f64)
+        .collect();
+    let delay: Vec<f64> = rows
+        .iter()
+        .map(|row| row.controlled_delay_ms)
+        .take(input.len())
+        .collect();
+    // The model is linear around the operating point (delay near the
+    // target, admitted rate near capacity): fit the deviations from it. A
+    // queue's delay moves with the admitted rate minus capacity, an offset
+    // the ARX form has no term for.
+    let deviations = |values: Vec<f64>| {
+        let mean = values.iter().sum::<f64>() / values.len().max(1) as f64;
+        values.into_iter().map(|v| v - mean).collect::<Vec<f64>>()
+    };
+    fit_arx(&deviations(input), &deviations(delay))
 }
 
 /// Solves an N×N linear system given as its augmented matrix, by Gaussian
@@ -160,12 +194,26 @@ pub fn design(model: &ArxModel, poles: (f64, f64), third: f64) -> Result<Design,
     Ok(Design { params, poles })
 }
 
-/// Closed-loop poles for [`nominal_pi`]: slower than the paper's 0.7 and 0.8,
-/// because the nominal model leaves out the dead time of the frontier
-/// delay (the oldest record's age keeps growing until the backlog ahead of
-/// it drains, a few periods at a target of a few hundred milliseconds); with
-/// 0.7 and 0.8 on that model the loop oscillates.
-pub const NOMINAL_POLES: (f64, f64) = (0.85, 0.9);
+/// The paper's closed-loop poles (about four periods to converge, damping
+/// 0.8): the default of [`nominal_pi`] and of identification, for the loop
+/// that controls the predicted delay ([`Prediction::Smith`](super::predictor::Prediction)).
+pub const NOMINAL_POLES: (f64, f64) = (0.7, 0.8);
+
+/// Slower poles for a loop on the frontier delay as measured
+/// ([`Prediction::Off`](super::predictor::Prediction)), whose dead time (the
+/// oldest record's age keeps growing until the backlog ahead of it drains, a
+/// few periods at a target of a few hundred milliseconds) the nominal model
+/// leaves out: with [`NOMINAL_POLES`] that loop oscillates. Also the
+/// stabilizing loop under identification's dither.
+pub const MEASURED_DELAY_POLES: (f64, f64) = (0.85, 0.9);
+
+/// The poles [`nominal_pi`] should get for a loop on `prediction`'s delay.
+pub fn default_poles(prediction: super::predictor::Prediction) -> (f64, f64) {
+    match prediction {
+        super::predictor::Prediction::Smith => NOMINAL_POLES,
+        super::predictor::Prediction::Off => MEASURED_DELAY_POLES,
+    }
+}
 
 /// A design for the plant a queue is to first order: each period, the
 /// delay grows by `period_ms / capacity` ms per record/s admitted beyond
@@ -353,5 +401,68 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("excite"));
+    }
+
+    #[test]
+    fn identification_on_a_simulated_queue_recovers_the_queue_design() {
+        // The identification loop of `shedding identify` on a fluid FIFO
+        // queue: the dithered stabilizer, the predictor, the fit, the design.
+        use crate::shed::controller::{Controller, PeriodSample, Pi};
+        use crate::shed::excitation::{ExcitationSpec, Excited};
+        use crate::shed::fluid_queue::FluidQueue;
+        use crate::shed::predictor::DelayPredictor;
+
+        let (capacity, period, target, arrival) = (50_000.0, 100.0, 300.0, 100_000.0);
+        let spec = ExcitationSpec {
+            amplitude: 0.2 * capacity,
+            hold: 2,
+            seed: 0x2f1,
+        };
+        let stabilizer = Pi::new(nominal_pi(period, capacity, MEASURED_DELAY_POLES), target);
+        let mut controller = Excited::new(stabilizer, spec, 200);
+        let (mut queue, mut predictor) = (FluidQueue::default(), DelayPredictor::new(period));
+        let mut admitted = arrival;
+        let mut trace = Vec::new();
+        for k in 0..200 {
+            let (age, processed) = queue.step(admitted, capacity, period);
+            let sample = PeriodSample {
+                delay_ms: predictor.predict(&PeriodSample {
+                    delay_ms: age,
+                    arrival_rate: arrival,
+                    admitted_rate: admitted,
+                    processed_rate: processed,
+                }),
+                arrival_rate: arrival,
+                admitted_rate: admitted,
+                processed_rate: processed,
+            };
+            trace.push(TraceRow {
+                time_s: k as f64 * period / 1000.0,
+                arrival_rate: arrival,
+                admitted_rate: admitted,
+                drop_fraction: 0.0,
+                mean_delay_ms: age,
+                controlled_delay_ms: sample.delay_ms,
+            });
+            admitted = controller.admitted_rate(&sample);
+        }
+        let model = fit_trace(&trace, 1, target).unwrap();
+        // A queue integrates: one pole at 1, gain period/capacity.
+        let b = period / capacity;
+        assert!((model.a1 + model.a2 - 1.0).abs() < 0.05, "{model}");
+        assert!(
+            ((model.b1 + model.b2) / (1.0 - model.a2) - b).abs() < 0.2 * b,
+            "{model}"
+        );
+        let designed = design(&model, NOMINAL_POLES, 0.6).unwrap();
+        let nominal = nominal_pi(period, capacity, NOMINAL_POLES);
+        assert!(
+            (designed.params.g / nominal.g - 1.0).abs() < 0.2,
+            "{designed:?} vs {nominal:?}"
+        );
+        assert!(
+            (designed.params.r - nominal.r).abs() < 0.05,
+            "{designed:?} vs {nominal:?}"
+        );
     }
 }

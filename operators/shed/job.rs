@@ -25,6 +25,8 @@ use crate::common::spin::BusyWork;
 use crate::common::Error;
 
 use super::controller::{drop_fraction, Coarse, Controller, NoShedding, PeriodSample, Pi, PiParams};
+use super::excitation::{ExcitationSpec, Excited};
+use super::predictor::{DelayPredictor, Prediction};
 use super::profile::Profile;
 use super::shedder::{Shed, ShedMode, Shedder};
 
@@ -35,14 +37,17 @@ pub enum ControllerSpec {
     Pi(PiParams),
     /// The coarse algorithm.
     Coarse,
+    /// Identification: PI with these parameters, its output dithered.
+    Excited(PiParams, ExcitationSpec),
     /// No shedding.
     None,
 }
 
 impl ControllerSpec {
-    fn build(&self, target_ms: f64) -> Box<dyn Controller> {
+    fn build(&self, target_ms: f64, periods: usize) -> Box<dyn Controller> {
         match *self {
             ControllerSpec::Pi(params) => Box::new(Pi::new(params, target_ms)),
+            ControllerSpec::Excited(params, spec) => Box::new(Excited::new(Pi::new(params, target_ms), spec, periods)),
             ControllerSpec::Coarse => Box::new(Coarse),
             ControllerSpec::None => Box::new(NoShedding),
         }
@@ -53,6 +58,7 @@ impl ControllerSpec {
         match self {
             ControllerSpec::Pi(_) => "pi",
             ControllerSpec::Coarse => "ca",
+            ControllerSpec::Excited(..) => "identify",
             ControllerSpec::None => "none",
         }
     }
@@ -72,6 +78,8 @@ pub struct CostStep {
 pub struct ShedJob {
     /// The controller.
     pub controller: ControllerSpec,
+    /// What delay the controller sees (the coarse algorithm and none ignore it).
+    pub prediction: Prediction,
     /// D_t, ms.
     pub target_ms: f64,
     /// Sampling period W, ms.
@@ -119,6 +127,8 @@ pub struct TraceRow {
     pub drop_fraction: f64,
     /// Mean frontier-measured delay over the period, ms.
     pub mean_delay_ms: f64,
+    /// The delay the controller saw (the prediction, or the measurement), ms.
+    pub controlled_delay_ms: f64,
 }
 
 /// The report of a run: the contract of `shedding run --report`.
@@ -256,7 +266,9 @@ fn run_worker(worker: &mut timely::worker::Worker, job: &ShedJob) -> WorkerFigur
             .probe()
             .0
     });
-    let mut controller = job.controller.build(job.target_ms);
+    let periods = (job.duration_s * 1000.0 / job.period_ms).ceil() as usize;
+    let mut controller = job.controller.build(job.target_ms, periods);
+    let mut predictor = DelayPredictor::new(job.period_ms);
     let share = 1.0 / peers as f64;
     let (mut owed, mut sent, mut last) = (0.0f64, 0u64, 0.0f64);
     let mut period = Period::default();
@@ -296,11 +308,19 @@ fn run_worker(worker: &mut timely::worker::Worker, job: &ShedJob) -> WorkerFigur
         if now - period.start >= job.period_ms {
             let seconds = (now - period.start) / 1000.0;
             let processed = figures.borrow().processed;
-            let sample = PeriodSample {
+            let (shed_arrived, shed_dropped) = shedder.counts();
+            let passed = shed_arrived - shed_dropped;
+            let mut sample = PeriodSample {
                 delay_ms: period.delay_sum / period.samples as f64,
                 arrival_rate: (sent - period.sent) as f64 / seconds,
+                admitted_rate: (passed - period.passed) as f64 / seconds,
                 processed_rate: (processed - period.processed) as f64 / seconds,
             };
+            let measured_delay = sample.delay_ms;
+            let predicted = predictor.predict(&sample);
+            if job.prediction == Prediction::Smith {
+                sample.delay_ms = predicted;
+            }
             let admitted = controller.admitted_rate(&sample);
             let fraction = drop_fraction(admitted, sample.arrival_rate);
             shedder.set_fraction(fraction);
@@ -311,21 +331,23 @@ fn run_worker(worker: &mut timely::worker::Worker, job: &ShedJob) -> WorkerFigur
                     "[shedding] {t:.1} s: arrivals {:.0}/s, drop {:.1} %, delay {:.0} ms",
                     sample.arrival_rate * peers as f64,
                     100.0 * fraction,
-                    sample.delay_ms
+                    measured_delay
                 );
             }
             if index == 0 {
                 figures.trace.push(TraceRow {
                     time_s: t,
                     arrival_rate: sample.arrival_rate * peers as f64,
-                    admitted_rate: admitted * peers as f64,
+                    admitted_rate: sample.admitted_rate * peers as f64,
                     drop_fraction: fraction,
-                    mean_delay_ms: sample.delay_ms,
+                    mean_delay_ms: measured_delay,
+                    controlled_delay_ms: sample.delay_ms,
                 });
             }
             period = Period {
                 start: now,
                 sent,
+                passed,
                 processed,
                 ..Period::default()
             };
@@ -345,6 +367,7 @@ fn run_worker(worker: &mut timely::worker::Worker, job: &ShedJob) -> WorkerFigur
 struct Period {
     start: f64,
     sent: u64,
+    passed: u64,
     processed: u64,
     delay_sum: f64,
     samples: u64,
@@ -388,7 +411,7 @@ fn assemble(job: &ShedJob, figures: Vec<WorkerFigures>) -> ShedReport {
         },
         delay_ms: LatencySummary::from_micros(&delays),
         params: match job.controller {
-            ControllerSpec::Pi(params) => params,
+            ControllerSpec::Pi(params) | ControllerSpec::Excited(params, _) => params,
             _ => PiParams { u: 0.0, g: 0.0, r: 0.0 },
         },
         trace: figures.into_iter().next().map(|f| f.trace).unwrap_or_default(),

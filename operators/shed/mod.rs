@@ -4,7 +4,11 @@
 
 pub mod controller;
 pub mod design;
+pub mod excitation;
+#[cfg(test)]
+mod fluid_queue;
 pub mod job;
 pub mod plot;
+pub mod predictor;
 pub mod profile;
 pub mod shedder;

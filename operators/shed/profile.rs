@@ -53,14 +53,6 @@ pub enum Profile {
         /// Length of a burst, s.
         length: f64,
     },
-    /// Piecewise constant: `rates[i]` during `[i·step, (i+1)·step)` seconds,
-    /// the last one after (the excitation of identification).
-    Levels {
-        /// Seconds per level.
-        step: f64,
-        /// The levels.
-        rates: Vec<f64>,
-    },
     /// `file:<PATH>`: CSV lines `<t_seconds>,<rate_per_s>`, linear between points.
     File {
         /// Where it came from.
@@ -108,30 +100,8 @@ impl Profile {
                     *base
                 }
             }
-            Profile::Levels { step, rates } => {
-                let index = ((t / step).max(0.0) as usize).min(rates.len().saturating_sub(1));
-                rates.get(index).copied().unwrap_or(0.0)
-            }
             Profile::File { points, .. } => interpolate(points, t),
         }
-    }
-
-    /// A two-level pseudo-random sequence (a 15-bit maximal-length LFSR)
-    /// switching between `low` and `high` every `step` seconds, `periods` long.
-    pub fn prbs(low: f64, high: f64, step: f64, periods: usize, seed: u16) -> Self {
-        let mut state = seed.max(1);
-        let rates = (0..periods)
-            .map(|_| {
-                let bit = (state ^ (state >> 1)) & 1;
-                state = (state >> 1) | (bit << 14);
-                if bit == 1 {
-                    high
-                } else {
-                    low
-                }
-            })
-            .collect();
-        Profile::Levels { step, rates }
     }
 
     /// Reads a `file:` profile.
@@ -281,7 +251,6 @@ impl fmt::Display for Profile {
                 every,
                 length,
             } => write!(f, "bursts:{base}:{peak}:{every}:{length}"),
-            Profile::Levels { step, rates } => write!(f, "levels:{step}s:{} levels", rates.len()),
             Profile::File { path, .. } => write!(f, "file:{}", path.display()),
         }
     }

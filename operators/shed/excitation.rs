@@ -1,0 +1,93 @@
+//! The excitation of system identification: a two-level pseudo-random
+//! dither on the admitted rate, added to a stabilizing PI controller.
+//!
+//! The paper switches the admitted ratio between two levels at random. On
+//! its own that makes the delay of a queue wander (it integrates the
+//! difference between the admitted rate and capacity) until it hits zero,
+//! where the dataflow stops being linear; a slow PI underneath keeps the
+//! delay around the target while the dither supplies the excitation, which
+//! is independent of the loop's noise, so least squares still identifies the
+//! plant (closed-loop identification with an external dither).
+
+use serde::{Deserialize, Serialize};
+
+use super::controller::{Controller, PeriodSample, Pi};
+
+/// A maximal-length 15-bit LFSR sequence of ±1, each value held for `hold`
+/// periods, `periods` long: the two-level pseudo-random input.
+pub fn prbs(periods: usize, hold: usize, seed: u16) -> Vec<f64> {
+    let hold = hold.max(1);
+    let mut state = seed.max(1) & 0x7fff;
+    let mut levels = Vec::with_capacity(periods);
+    while levels.len() < periods {
+        let bit = (state ^ (state >> 1)) & 1;
+        state = (state >> 1) | (bit << 14);
+        let level = if bit == 1 { 1.0 } else { -1.0 };
+        levels.extend(std::iter::repeat_n(level, hold.min(periods - levels.len())));
+    }
+    levels
+}
+
+/// How identification excites the dataflow.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ExcitationSpec {
+    /// Dither amplitude, records/s per worker (added and subtracted).
+    pub amplitude: f64,
+    /// Periods each level holds.
+    pub hold: usize,
+    /// LFSR seed.
+    pub seed: u16,
+}
+
+/// A PI controller whose output carries the pseudo-random dither.
+#[derive(Debug, Clone)]
+pub struct Excited {
+    pi: Pi,
+    dither: Vec<f64>,
+    amplitude: f64,
+    period: usize,
+}
+
+impl Excited {
+    /// Dithers `pi` by `spec` for up to `periods` periods (then ±1 repeats).
+    pub fn new(pi: Pi, spec: ExcitationSpec, periods: usize) -> Self {
+        Excited {
+            pi,
+            dither: prbs(periods.max(1), spec.hold, spec.seed),
+            amplitude: spec.amplitude,
+            period: 0,
+        }
+    }
+}
+
+impl Controller for Excited {
+    fn name(&self) -> &'static str {
+        "identify"
+    }
+
+    fn admitted_rate(&mut self, sample: &PeriodSample) -> f64 {
+        // The PI keeps its own, undithered state: the dither is not wound in.
+        let base = self.pi.admitted_rate(sample);
+        let level = self.dither[self.period % self.dither.len()];
+        self.period += 1;
+        (base + level * self.amplitude).clamp(0.0, sample.arrival_rate.max(0.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prbs_is_two_level_balanced_and_held() {
+        let levels = prbs(32767, 1, 0x2f1);
+        assert!(levels.iter().all(|&l| l == 1.0 || l == -1.0));
+        // A maximal-length sequence has one more +1 than −1 over its period.
+        assert_eq!(levels.iter().sum::<f64>(), 1.0);
+        let held = prbs(30, 3, 7);
+        assert_eq!(held.len(), 30);
+        for chunk in held.chunks(3) {
+            assert!(chunk.iter().all(|&l| l == chunk[0]));
+        }
+    }
+}
