@@ -7,7 +7,8 @@
 //! profiles are set relative to it. Every run is one pass in real time.
 
 use clap::Parser;
-use equipoise::shed::design::nominal_pi;
+use equipoise::shed::design::{design, nominal_pi, MEASURED_DELAY_POLES, NOMINAL_POLES};
+use equipoise::shed::identification::Identification;
 use equipoise::shed::job::{run_shedding, ControllerSpec, CostStep, ShedJob, ShedReport};
 use equipoise::shed::predictor::Prediction;
 use equipoise::shed::shedder::ShedMode;
@@ -101,22 +102,40 @@ fn main() {
     ];
     // Each worker controls its own input into its own queue.
     let per_worker = capacity / args.workers as f64;
+    // The design by identification, as `shedding identify` makes it.
+    let identification = Identification {
+        workers: args.workers,
+        cost_us: args.cost_us,
+        period_ms: args.period_ms,
+        target_ms: args.target_ms,
+        ..Identification::default()
+    };
+    let model = identification.run().unwrap();
+    let identified = design(&model, NOMINAL_POLES, 0.6).unwrap();
+    println!(
+        "identified (10 s, PRBS dither on the admitted rate): {model}; designed u = {:.3}, g = {:.1}, r = {:.3} (nominal: g = {:.1}, r = {:.3})",
+        identified.params.u,
+        identified.params.g,
+        identified.params.r,
+        nominal_pi(args.period_ms, per_worker, NOMINAL_POLES).g,
+        nominal_pi(args.period_ms, per_worker, NOMINAL_POLES).r,
+    );
     let variants = [
         ("none", ControllerSpec::None, Prediction::Off),
         ("ca", ControllerSpec::Coarse, Prediction::Off),
         (
-            "pi (measured delay, poles 0.85/0.9)",
-            ControllerSpec::Pi(nominal_pi(args.period_ms, per_worker, (0.85, 0.9))),
+            "pi, measured delay (poles 0.85/0.9)",
+            ControllerSpec::Pi(nominal_pi(args.period_ms, per_worker, MEASURED_DELAY_POLES)),
             Prediction::Off,
         ),
         (
-            "pi + predictor (poles 0.7/0.8)",
-            ControllerSpec::Pi(nominal_pi(args.period_ms, per_worker, (0.7, 0.8))),
+            "pi + predictor (nominal, 0.7/0.8)",
+            ControllerSpec::Pi(nominal_pi(args.period_ms, per_worker, NOMINAL_POLES)),
             Prediction::Smith,
         ),
         (
-            "pi + predictor (poles 0.5/0.6)",
-            ControllerSpec::Pi(nominal_pi(args.period_ms, per_worker, (0.5, 0.6))),
+            "pi + predictor (identified, 0.7/0.8)",
+            ControllerSpec::Pi(identified.params),
             Prediction::Smith,
         ),
     ];

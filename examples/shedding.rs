@@ -13,8 +13,8 @@ use clap::{Args, Parser, Subcommand};
 use equipoise::common::report::write_report;
 use equipoise::common::Error;
 use equipoise::shed::controller::PiParams;
-use equipoise::shed::design::{default_poles, design, fit_trace, nominal_pi, MEASURED_DELAY_POLES};
-use equipoise::shed::excitation::ExcitationSpec;
+use equipoise::shed::design::{default_poles, design, nominal_pi};
+use equipoise::shed::identification::Identification;
 use equipoise::shed::job::{run_shedding, ControllerSpec, CostStep, ShedJob, ShedReport};
 use equipoise::shed::plot::{write_trace_csv, write_trace_svg};
 use equipoise::shed::predictor::Prediction;
@@ -245,53 +245,40 @@ fn run(args: RunArgs) -> Result<(), Error> {
 
 fn identify(args: IdentifyArgs) -> Result<(), Error> {
     let c = &args.common;
-    if !(args.arrival > 1.0 && args.arrival.is_finite()) {
-        return Err(Error::invalid(
-            "--arrival",
-            format!("{} does not overload the dataflow (need more than 1)", args.arrival),
-        ));
-    }
-    if !(args.amplitude > 0.0 && args.amplitude < 1.0) {
-        return Err(Error::invalid(
-            "--amplitude",
-            format!("{} is not a fraction between 0 and 1", args.amplitude),
-        ));
-    }
-    let capacity = c.workers as f64 * 1e6 / c.cost_us.max(1e-3);
-    let per_worker = capacity / c.workers as f64;
-    // A slow loop holds the delay near the target; the dither excites it.
-    let stabilizer = nominal_pi(c.period_ms, per_worker, MEASURED_DELAY_POLES);
-    let excitation = ExcitationSpec {
-        amplitude: args.amplitude * per_worker,
+    let identification = Identification {
+        workers: c.workers,
+        cost_us: c.cost_us,
+        period_ms: c.period_ms,
+        duration_s: c.duration_s,
+        arrival: args.arrival,
+        amplitude: args.amplitude,
         hold: args.hold,
-        seed: 0x2f1 ^ c.seed as u16,
+        target_ms: args.target_ms,
+        prediction: args.prediction,
+        seed: c.seed,
     };
+    let per_worker = identification.capacity_per_worker();
     println!(
-        "exciting: arrivals {:.0}/s ({}x the nominal capacity {capacity:.0}/s), admitted rate dithered by ±{:.0}/s per worker every {} periods of {} ms, delay held near {} ms",
-        args.arrival * capacity,
+        "exciting {} s: arrivals {}x the nominal capacity ({:.0}/s per worker), admitted rate dithered by ±{:.0}/s per worker every {} periods of {} ms, delay held near {} ms",
+        c.duration_s,
         args.arrival,
-        excitation.amplitude,
+        per_worker,
+        args.amplitude * per_worker,
         args.hold,
         c.period_ms,
         args.target_ms
     );
-    let mut job = job(
-        c,
-        ControllerSpec::Excited(stabilizer, excitation),
-        Profile::Constant(args.arrival * capacity),
-        args.target_ms,
-    );
-    job.prediction = args.prediction;
-    let report = run_shedding(job, c.workers)?;
+    let model = identification.run()?;
     println!(
-        "fitting {} periods (queue model: b = {:.6} ms per record/s per worker)",
-        report.trace.len(),
+        "queue model for comparison: AD(k) = AD(k−1) + {:.6}·(I(k−1) − capacity)",
         c.period_ms / per_worker
     );
-    let model = fit_trace(&report.trace, c.workers, args.target_ms)?;
     println!("model: {model}");
     let poles = pair("--poles", &args.poles)?;
     let design = design(&model, poles, args.third_pole)?;
+    if let Some(pole) = design.cancelled_pole {
+        println!("the model's zero cancels its pole {pole:.4}: poles placed on the first-order model left");
+    }
     let p = design.params;
     println!(
         "controller: C(k) = {:.4}·C(k−1) + {:.6}·(E(k) − {:.4}·E(k−1))",

@@ -141,15 +141,58 @@ fn solve<const N: usize, const M: usize>(mut m: [[f64; M]; N]) -> Option<[f64; N
 pub struct Design {
     /// The controller.
     pub params: PiParams,
-    /// The three closed-loop poles, as (real, imaginary) parts.
+    /// The three closed-loop poles on the full model, as (real, imaginary) parts.
     pub poles: [(f64, f64); 3],
+    /// When the model's zero all but cancelled one of its poles: that pole
+    /// (the design placed the poles on the first-order model left).
+    pub cancelled_pole: Option<f64>,
+}
+
+/// How close the model's zero must be to a real pole to cancel it. A
+/// queue is an integrator, so a fitted second-order model of it carries a
+/// pole–zero pair whose place is set by noise; placing a desired pole near
+/// that pair would need a gain the plant does not have.
+const CANCELLATION: f64 = 0.1;
+
+/// The real pole of `model` that its zero −b2/b1 all but cancels, and the
+/// other pole.
+fn cancelling_pair(model: &ArxModel) -> Option<(f64, f64)> {
+    let ArxModel { a1, a2, b1, b2 } = *model;
+    let discriminant = a1 * a1 + 4.0 * a2;
+    if b1 == 0.0 || discriminant < 0.0 {
+        return None;
+    }
+    let zero = -b2 / b1;
+    let (high, low) = ((a1 + discriminant.sqrt()) / 2.0, (a1 - discriminant.sqrt()) / 2.0);
+    let (cancelled, other) = if (high - zero).abs() < (low - zero).abs() {
+        (high, low)
+    } else {
+        (low, high)
+    };
+    ((cancelled - zero).abs() < CANCELLATION).then_some((cancelled, other))
+}
+
+/// The PI with u = 1 placing the closed-loop poles of the first-order plant
+/// AD(k) = a·AD(k−1) + b·I(k−1) at `poles`:
+/// (z − 1)(z − a) + g·b·(z − r) = (z − p1)(z − p2).
+pub fn first_order_pi(a: f64, b: f64, poles: (f64, f64)) -> PiParams {
+    let (p1, p2) = poles;
+    let gb = 1.0 + a - p1 - p2;
+    PiParams {
+        u: 1.0,
+        g: gb / b,
+        r: (a - p1 * p2) / gb,
+    }
 }
 
 /// Places the closed-loop poles of C(z) = g(z − r)/(z − u) on `model` at
 /// `poles` (the paper's 0.7 and 0.8 by default). Unit steady-state gain
 /// forces u = 1 unless the plant already integrates (a1 + a2 = 1); then u is
-/// free and `third` is the third pole. A design whose poles are not all
-/// inside the unit circle is refused with the reason.
+/// free and `third` is the third pole. When the model's zero all but
+/// cancels one of its real poles, the poles are placed on the first-order
+/// model that remains (the cancelled pole stays a closed-loop pole, and is
+/// reported). A design whose poles are not all inside the unit circle is
+/// refused with the reason.
 pub fn design(model: &ArxModel, poles: (f64, f64), third: f64) -> Result<Design, Error> {
     let ArxModel { a1, a2, b1, b2 } = *model;
     let (p1, p2) = poles;
@@ -163,6 +206,8 @@ pub fn design(model: &ArxModel, poles: (f64, f64), third: f64) -> Result<Design,
         let system = [[-1.0, b1, 0.0, a1 - s1], [a1, b2, -b1, s2 + a2], [a2, 0.0, -b2, -s3]];
         let [u, g, q] = solve(system).ok_or_else(|| refuse("the model gives a singular design system".into()))?;
         PiParams { u, g, r: q / g }
+    } else if let Some((_, other)) = cancelling_pair(model) {
+        first_order_pi(other, b1, poles)
     } else {
         let h = |p: f64| {
             let denominator = b1 * p + b2;
@@ -191,7 +236,16 @@ pub fn design(model: &ArxModel, poles: (f64, f64), third: f64) -> Result<Design,
             params.u, params.g, params.r
         )));
     }
-    Ok(Design { params, poles })
+    let cancelled_pole = if (a1 + a2 - 1.0).abs() < 1e-9 {
+        None
+    } else {
+        cancelling_pair(model).map(|(cancelled, _)| cancelled)
+    };
+    Ok(Design {
+        params,
+        poles,
+        cancelled_pole,
+    })
 }
 
 /// The paper's closed-loop poles (about four periods to converge, damping
@@ -220,15 +274,7 @@ pub fn default_poles(prediction: super::predictor::Prediction) -> (f64, f64) {
 /// `capacity` (AD(k+1) = AD(k) + b·(C(k) − capacity)), with closed-loop
 /// poles `poles`. The default before identification.
 pub fn nominal_pi(period_ms: f64, capacity: f64, poles: (f64, f64)) -> PiParams {
-    let b = period_ms / capacity.max(1e-9);
-    let (p1, p2) = poles;
-    // (z − 1)² + g·b·(z − r) = (z − p1)(z − p2)
-    let gb = 2.0 - p1 - p2;
-    PiParams {
-        u: 1.0,
-        g: gb / b,
-        r: (1.0 - p1 * p2) / gb,
-    }
+    first_order_pi(1.0, period_ms / capacity.max(1e-9), poles)
 }
 
 /// The roots of (z − u)(z² − a1·z − a2) + g(z − r)(b1·z + b2).
@@ -464,5 +510,30 @@ mod tests {
             (designed.params.r - nominal.r).abs() < 0.05,
             "{designed:?} vs {nominal:?}"
         );
+    }
+
+    #[test]
+    fn a_cancelling_pole_zero_pair_is_reduced_away() {
+        // Fitted on this machine: the queue's integrator (pole 0.98) plus a
+        // pair at 0.72 / 0.68 set by noise. Placing 0.7 exactly would need
+        // a negative gain (unstable); the reduced design is stable.
+        let model = ArxModel {
+            a1: 1.70059,
+            a2: -0.70608,
+            b1: 0.002023,
+            b2: -0.001381,
+        };
+        let d = design(&model, (0.7, 0.8), 0.6).unwrap();
+        let cancelled = d.cancelled_pole.unwrap();
+        assert!((cancelled - 0.720).abs() < 1e-3, "{d:?}");
+        // The integrator-like pole left: (a1 + √(a1² + 4·a2)) / 2 = 0.98038.
+        let expected = first_order_pi(0.98038, 0.002023, (0.7, 0.8));
+        assert!((d.params.g / expected.g - 1.0).abs() < 1e-3, "{d:?} vs {expected:?}");
+        assert!((d.params.r - expected.r).abs() < 1e-3, "{d:?} vs {expected:?}");
+        // On the full model the poles stay about as fast as designed (the
+        // pair near 0.7 mixes with the desired 0.7 into a complex pair).
+        for (re, im) in d.poles {
+            assert!(re.hypot(im) < 0.85, "{d:?}");
+        }
     }
 }

@@ -7,6 +7,7 @@ pub mod design;
 pub mod excitation;
 #[cfg(test)]
 mod fluid_queue;
+pub mod identification;
 pub mod job;
 pub mod plot;
 pub mod predictor;

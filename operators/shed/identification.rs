@@ -1,0 +1,106 @@
+//! System identification of a running shedding dataflow: hold the delay
+//! near the target with a slow PI, dither the admitted rate with a two-level
+//! pseudo-random input, and fit the ARX model to what the controller saw.
+
+use serde::{Deserialize, Serialize};
+
+use crate::common::Error;
+
+use super::design::{fit_trace, nominal_pi, ArxModel, MEASURED_DELAY_POLES};
+use super::excitation::ExcitationSpec;
+use super::job::{run_shedding, ControllerSpec, ShedJob};
+use super::predictor::Prediction;
+use super::profile::Profile;
+use super::shedder::ShedMode;
+
+/// How to identify the shedding dataflow.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Identification {
+    /// Worker threads.
+    pub workers: usize,
+    /// Processing cost per record, µs.
+    pub cost_us: f64,
+    /// Sampling period, ms.
+    pub period_ms: f64,
+    /// Length of the experiment, s.
+    pub duration_s: f64,
+    /// Arrival rate as a multiple of the nominal capacity (above 1, so that
+    /// the admitted rate is the controller's to set).
+    pub arrival: f64,
+    /// Dither amplitude as a fraction of the nominal capacity.
+    pub amplitude: f64,
+    /// Periods each dither level holds.
+    pub hold: usize,
+    /// Delay the stabilizing PI holds, ms.
+    pub target_ms: f64,
+    /// The delay to model (the one the designed controller will see).
+    pub prediction: Prediction,
+    /// Seed of the dither and the shedder.
+    pub seed: u64,
+}
+
+impl Default for Identification {
+    fn default() -> Self {
+        Identification {
+            workers: 1,
+            cost_us: 20.0,
+            period_ms: 100.0,
+            duration_s: 10.0,
+            arrival: 2.0,
+            amplitude: 0.2,
+            hold: 2,
+            target_ms: 300.0,
+            prediction: Prediction::Smith,
+            seed: 1,
+        }
+    }
+}
+
+impl Identification {
+    /// Nominal capacity of one worker, records/s.
+    pub fn capacity_per_worker(&self) -> f64 {
+        1e6 / self.cost_us.max(1e-3)
+    }
+
+    /// Runs the experiment and fits the model (per worker: input records/s
+    /// admitted by one worker, output ms).
+    pub fn run(&self) -> Result<ArxModel, Error> {
+        if !(self.arrival > 1.0 && self.arrival.is_finite()) {
+            return Err(Error::invalid(
+                "--arrival",
+                format!("{} does not overload the dataflow (need more than 1)", self.arrival),
+            ));
+        }
+        if !(self.amplitude > 0.0 && self.amplitude < 1.0) {
+            return Err(Error::invalid(
+                "--amplitude",
+                format!("{} is not a fraction between 0 and 1", self.amplitude),
+            ));
+        }
+        let per_worker = self.capacity_per_worker();
+        let excitation = ExcitationSpec {
+            amplitude: self.amplitude * per_worker,
+            hold: self.hold,
+            seed: 0x2f1 ^ self.seed as u16,
+        };
+        let job = ShedJob {
+            // A slow loop holds the delay near the target; the dither excites it.
+            controller: ControllerSpec::Excited(
+                nominal_pi(self.period_ms, per_worker, MEASURED_DELAY_POLES),
+                excitation,
+            ),
+            prediction: self.prediction,
+            target_ms: self.target_ms,
+            period_ms: self.period_ms,
+            duration_s: self.duration_s,
+            profile: Profile::Constant(self.arrival * per_worker * self.workers as f64),
+            cost_us: self.cost_us,
+            cost_step: None,
+            mode: ShedMode::Random,
+            seed: self.seed,
+            progress: false,
+        };
+        let report = run_shedding(job, self.workers)?;
+        fit_trace(&report.trace, self.workers, self.target_ms)
+    }
+}
