@@ -65,7 +65,7 @@ fn every_grouping_at_every_worker_count_counts_exactly() {
             assert_eq!(report.per_worker_records.iter().sum::<u64>(), 30_000, "{context}");
             let most = match grouping {
                 Scheme::Key => 1,
-                Scheme::Shuffle => workers,
+                Scheme::Shuffle | Scheme::DChoices | Scheme::WChoices => workers,
                 Scheme::Potc | Scheme::Pkg => 2.min(workers),
             };
             assert!(

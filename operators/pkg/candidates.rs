@@ -48,6 +48,34 @@ pub fn two_choices(key: u64, peers: usize) -> [usize; 2] {
     [first, second]
 }
 
+/// The first `d` candidates of `key` among `peers` workers, all distinct,
+/// into `out`: the two of [`two_choices`] first (so a key that becomes a
+/// head keeps its PKG workers), then a permutation of the others seeded by
+/// the key.
+pub fn choices(key: u64, peers: usize, d: usize, out: &mut Vec<usize>) {
+    out.clear();
+    let d = d.min(peers);
+    if d == 0 {
+        return;
+    }
+    let [first, second] = two_choices(key, peers);
+    if d == 1 {
+        out.push(first);
+        return;
+    }
+    let mut order: Vec<usize> = (0..peers).collect();
+    order.swap(0, first);
+    let at = order.iter().position(|&worker| worker == second).expect("a worker");
+    order.swap(1, at);
+    // A partial Fisher–Yates shuffle of the rest.
+    let mut state = placement(key).rotate_left(17);
+    for i in 2..d {
+        state = splitmix64(state);
+        order.swap(i, i + reduce(state, peers - i));
+    }
+    out.extend_from_slice(&order[..d]);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,6 +117,33 @@ mod tests {
                         (count - expected).abs() < 6.0 * expected.sqrt(),
                         "({a},{b}): {count} vs {expected}"
                     );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn d_choices_are_distinct_stable_and_start_with_the_two() {
+        let mut out = Vec::new();
+        for peers in 1..12 {
+            for key in 0..300u64 {
+                let key = key_hash(&key);
+                for d in 1..=peers {
+                    choices(key, peers, d, &mut out);
+                    assert_eq!(out.len(), d);
+                    let mut sorted = out.clone();
+                    sorted.sort();
+                    sorted.dedup();
+                    assert_eq!(sorted.len(), d, "repeated candidate: {out:?}");
+                    let two = two_choices(key, peers);
+                    assert_eq!(out[0], two[0]);
+                    if d > 1 {
+                        assert_eq!(out[1], two[1]);
+                    }
+                    // A prefix of the key's longer list: d + 1 only adds.
+                    let mut longer = Vec::new();
+                    choices(key, peers, peers, &mut longer);
+                    assert_eq!(&longer[..d], &out[..]);
                 }
             }
         }

@@ -6,12 +6,17 @@
 pub mod aggregate;
 pub mod candidates;
 pub mod differential;
+pub mod greedy;
 pub mod hashing;
+pub mod head;
+pub mod heavy_hitters;
 pub mod pact;
 pub mod potc;
 pub mod ranking;
 pub mod round_robin;
 pub mod router;
+pub mod sim;
+pub mod space_saving;
 pub mod top_k;
 pub mod two_choices;
 pub mod wordcount;

@@ -8,6 +8,7 @@ use std::str::FromStr;
 use crate::common::Error;
 
 use super::hashing::{Hashing, HashingRouter};
+use super::heavy_hitters::{HeadAware, HeadAwareRouter};
 use super::potc::{PotcRouter, PowerOfTwoChoices};
 use super::round_robin::{RoundRobin, RoundRobinRouter};
 use super::two_choices::{TwoChoices, TwoChoicesRouter};
@@ -41,11 +42,25 @@ pub enum Scheme {
     Potc,
     /// Partial key grouping: the less loaded of the two candidates, per record.
     Pkg,
+    /// D-Choices: PKG, but head keys (by the sender's sketch) to the least
+    /// loaded of d hashed candidates.
+    #[value(name = "dchoices")]
+    DChoices,
+    /// W-Choices: PKG, but head keys to the least loaded of all workers.
+    #[value(name = "wchoices")]
+    WChoices,
 }
 
 impl Scheme {
     /// All schemes, in the order reports list them.
-    pub const ALL: [Scheme; 4] = [Scheme::Key, Scheme::Shuffle, Scheme::Potc, Scheme::Pkg];
+    pub const ALL: [Scheme; 6] = [
+        Scheme::Key,
+        Scheme::Shuffle,
+        Scheme::Potc,
+        Scheme::Pkg,
+        Scheme::DChoices,
+        Scheme::WChoices,
+    ];
 
     /// The scheme's command-line name.
     pub fn name(self) -> &'static str {
@@ -54,6 +69,8 @@ impl Scheme {
             Scheme::Shuffle => "shuffle",
             Scheme::Potc => "potc",
             Scheme::Pkg => "pkg",
+            Scheme::DChoices => "dchoices",
+            Scheme::WChoices => "wchoices",
         }
     }
 }
@@ -70,7 +87,12 @@ impl FromStr for Scheme {
         Scheme::ALL
             .into_iter()
             .find(|scheme| scheme.name() == text)
-            .ok_or_else(|| Error::invalid("--grouping", format!("`{text}`: expected key, shuffle, potc or pkg")))
+            .ok_or_else(|| {
+                Error::invalid(
+                    "--grouping",
+                    format!("`{text}`: expected key, shuffle, potc, pkg, dchoices or wchoices"),
+                )
+            })
     }
 }
 
@@ -85,6 +107,21 @@ pub enum SchemeRouter {
     Potc(PotcRouter),
     /// See [`Scheme::Pkg`].
     Pkg(TwoChoicesRouter),
+    /// See [`Scheme::DChoices`] and [`Scheme::WChoices`].
+    HeadAware(HeadAwareRouter),
+}
+
+impl SchemeRouter {
+    /// The most workers one key can reach through this router among
+    /// `peers` now (for D-Choices, a head key's current d).
+    pub fn key_spread(&self, peers: usize) -> usize {
+        match self {
+            SchemeRouter::Key(_) | SchemeRouter::Potc(_) => 1.min(peers),
+            SchemeRouter::Shuffle(_) => peers,
+            SchemeRouter::Pkg(_) => 2.min(peers),
+            SchemeRouter::HeadAware(router) => router.head_choices(),
+        }
+    }
 }
 
 impl Router for SchemeRouter {
@@ -95,6 +132,7 @@ impl Router for SchemeRouter {
             SchemeRouter::Shuffle(router) => router.route(key, cost),
             SchemeRouter::Potc(router) => router.route(key, cost),
             SchemeRouter::Pkg(router) => router.route(key, cost),
+            SchemeRouter::HeadAware(router) => router.route(key, cost),
         }
     }
 }
@@ -107,6 +145,8 @@ impl Grouping for Scheme {
             Scheme::Shuffle => SchemeRouter::Shuffle(RoundRobin.router(peers, sender)),
             Scheme::Potc => SchemeRouter::Potc(PowerOfTwoChoices.router(peers, sender)),
             Scheme::Pkg => SchemeRouter::Pkg(TwoChoices.router(peers, sender)),
+            Scheme::DChoices => SchemeRouter::HeadAware(HeadAware::d_choices().router(peers, sender)),
+            Scheme::WChoices => SchemeRouter::HeadAware(HeadAware::w_choices().router(peers, sender)),
         }
     }
 }

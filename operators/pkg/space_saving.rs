@@ -1,0 +1,187 @@
+//! SpaceSaving (Metwally et al., 2005): the heavy hitters of a stream in a
+//! fixed number of counters. Each sending worker keeps one on its own sends,
+//! so heavy-hitter detection needs no coordination.
+
+use std::collections::HashMap;
+
+/// One monitored key: its counter (at least its true count) and the most
+/// the counter can overstate it by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counter {
+    /// The key fingerprint.
+    pub key: u64,
+    /// An upper bound on the key's occurrences.
+    pub count: u64,
+    /// `count − error` is a lower bound on them.
+    pub error: u64,
+}
+
+/// A SpaceSaving summary of `capacity` counters.
+///
+/// Guarantees, for every key: `estimate(key) ≥` its true count, and for a
+/// monitored key `count − error ≤` its true count; any key with more than
+/// `seen / capacity` occurrences is monitored.
+///
+/// ```
+/// use equipoise::pkg::space_saving::SpaceSaving;
+///
+/// let mut sketch = SpaceSaving::new(2);
+/// for key in [7, 7, 1, 7, 2, 7, 3] {
+///     sketch.insert(key);
+/// }
+/// assert!(sketch.estimate(7) >= 4);
+/// assert_eq!(sketch.seen(), 7);
+/// ```
+#[derive(Debug, Clone)]
+pub struct SpaceSaving {
+    capacity: usize,
+    /// A binary min-heap on `count`.
+    heap: Vec<Counter>,
+    /// Where each monitored key sits in `heap`.
+    position: HashMap<u64, usize>,
+    seen: u64,
+}
+
+impl SpaceSaving {
+    /// A summary with `capacity` counters (at least one).
+    pub fn new(capacity: usize) -> Self {
+        let capacity = capacity.max(1);
+        SpaceSaving {
+            capacity,
+            heap: Vec::with_capacity(capacity),
+            position: HashMap::with_capacity(capacity),
+            seen: 0,
+        }
+    }
+
+    /// Counts one occurrence of `key`; returns its counter.
+    pub fn insert(&mut self, key: u64) -> Counter {
+        self.seen += 1;
+        let slot = if let Some(&slot) = self.position.get(&key) {
+            self.heap[slot].count += 1;
+            slot
+        } else if self.heap.len() < self.capacity {
+            self.heap.push(Counter {
+                key,
+                count: 1,
+                error: 0,
+            });
+            self.position.insert(key, self.heap.len() - 1);
+            self.sift_up(self.heap.len() - 1)
+        } else {
+            // Replace the smallest counter: the newcomer may have occurred
+            // up to that many times unseen.
+            let evicted = self.heap[0];
+            self.position.remove(&evicted.key);
+            self.heap[0] = Counter {
+                key,
+                count: evicted.count + 1,
+                error: evicted.count,
+            };
+            self.position.insert(key, 0);
+            0
+        };
+        let slot = self.sift_down(slot);
+        self.heap[slot]
+    }
+
+    /// An upper bound on the occurrences of `key`: its counter if
+    /// monitored, else the smallest counter (0 while counters are free).
+    pub fn estimate(&self, key: u64) -> u64 {
+        match self.position.get(&key) {
+            Some(&slot) => self.heap[slot].count,
+            None if self.heap.len() < self.capacity => 0,
+            None => self.heap[0].count,
+        }
+    }
+
+    /// The counter of `key`, if monitored.
+    pub fn counter(&self, key: u64) -> Option<Counter> {
+        self.position.get(&key).map(|&slot| self.heap[slot])
+    }
+
+    /// Occurrences counted so far.
+    pub fn seen(&self) -> u64 {
+        self.seen
+    }
+
+    /// The monitored counters, largest first.
+    pub fn counters(&self) -> Vec<Counter> {
+        let mut counters = self.heap.clone();
+        counters.sort_by(|a, b| b.count.cmp(&a.count).then(a.key.cmp(&b.key)));
+        counters
+    }
+
+    fn swap(&mut self, a: usize, b: usize) {
+        self.heap.swap(a, b);
+        self.position.insert(self.heap[a].key, a);
+        self.position.insert(self.heap[b].key, b);
+    }
+
+    fn sift_up(&mut self, mut slot: usize) -> usize {
+        while slot > 0 {
+            let parent = (slot - 1) / 2;
+            if self.heap[parent].count <= self.heap[slot].count {
+                break;
+            }
+            self.swap(parent, slot);
+            slot = parent;
+        }
+        slot
+    }
+
+    fn sift_down(&mut self, mut slot: usize) -> usize {
+        loop {
+            let (left, right) = (2 * slot + 1, 2 * slot + 2);
+            let mut smallest = slot;
+            if left < self.heap.len() && self.heap[left].count < self.heap[smallest].count {
+                smallest = left;
+            }
+            if right < self.heap.len() && self.heap[right].count < self.heap[smallest].count {
+                smallest = right;
+            }
+            if smallest == slot {
+                return slot;
+            }
+            self.swap(slot, smallest);
+            slot = smallest;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn never_underestimates_and_the_error_bound_holds(
+            keys in proptest::collection::vec(0u64..40, 0..2000),
+            capacity in 1usize..20,
+        ) {
+            let mut sketch = SpaceSaving::new(capacity);
+            let mut truth: HashMap<u64, u64> = HashMap::new();
+            for &key in &keys {
+                sketch.insert(key);
+                *truth.entry(key).or_default() += 1;
+            }
+            prop_assert_eq!(sketch.seen(), keys.len() as u64);
+            let bound = keys.len() as u64 / capacity as u64;
+            for key in 0..40u64 {
+                let true_count = truth.get(&key).copied().unwrap_or(0);
+                prop_assert!(sketch.estimate(key) >= true_count);
+                if let Some(counter) = sketch.counter(key) {
+                    prop_assert!(counter.count - counter.error <= true_count);
+                    prop_assert!(counter.error <= bound);
+                } else {
+                    // Unmonitored keys are rare: at most seen / capacity.
+                    prop_assert!(true_count <= bound);
+                }
+            }
+            // The counters always sum to the stream length once full.
+            let total: u64 = sketch.counters().iter().map(|c| c.count).sum();
+            prop_assert_eq!(total, keys.len() as u64);
+        }
+    }
+}
