@@ -5,7 +5,8 @@
 //!  --workers 5,10,50,100 --sources S[,S...] [--split even|uneven] [--schemes a,b,..] --report PATH [--plot SVG]`
 //!
 //! Key forms: `zipf:<exponent>:<distinct>`, `lognormal:<mu>:<sigma>:<distinct>`,
-//! `ln1` and `ln2` (the paper's log-normal datasets), `drift:<exponent>:<distinct>:<phases>`
+//! `ln1` and `ln2` (log-normal weights like the paper's datasets: μ = 1.789,
+//! 16,000 keys, σ set so p1 = 14.7 %; μ = 2.245, 1,100 keys, p1 = 7 %), `drift:<exponent>:<distinct>:<phases>`
 //! (Zipf whose hot keys change `phases` times). Without a dataset: ln1, ln2,
 //! zipf:1.0:10000, zipf:1.4:10000, zipf:2.0:10000 and drift:1.4:10000:5.
 
@@ -14,7 +15,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Parser;
-use equipoise::common::keys::KeySpec;
+use equipoise::common::keys::{KeySampler, KeySpec};
 use equipoise::common::lines::OnError;
 use equipoise::common::report::write_report;
 use equipoise::common::Error;
@@ -85,11 +86,29 @@ struct Report {
     rows: Vec<Row>,
 }
 
+/// Log-normal key weights with `distinct` keys whose σ is set (by
+/// bisection, for this seed's draws) so the top key's share is `p1`: the
+/// paper's LN1 and LN2 are given by their p1 and key count.
+fn calibrated_lognormal(mu: f64, distinct: usize, p1: f64, seed: u64) -> KeySpec {
+    let spec = |sigma: f64| KeySpec::LogNormal { mu, sigma, distinct };
+    // The same normal draws scaled by σ: the top share grows with σ.
+    let (mut low, mut high) = (0.1, 10.0);
+    for _ in 0..60 {
+        let middle = (low + high) / 2.0;
+        if KeySampler::new(&spec(middle), seed).probability(0) < p1 {
+            low = middle;
+        } else {
+            high = middle;
+        }
+    }
+    spec((low + high) / 2.0)
+}
+
 fn dataset(form: &str, messages: usize, seed: u64) -> Result<Dataset, Error> {
     let parts: Vec<&str> = form.split(':').collect();
     let spec = match parts[..] {
-        ["ln1"] => "lognormal:1.789:2.366:16000".parse::<KeySpec>()?,
-        ["ln2"] => "lognormal:2.245:1.133:1100".parse::<KeySpec>()?,
+        ["ln1"] => calibrated_lognormal(1.789, 16_000, 0.147, seed),
+        ["ln2"] => calibrated_lognormal(2.245, 1_100, 0.070, seed),
         ["drift", exponent, distinct, phases] => {
             let number = |text: &str| text.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0);
             let (Some(exponent), Some(distinct), Some(phases)) = (number(exponent), number(distinct), number(phases))
@@ -110,8 +129,10 @@ fn dataset(form: &str, messages: usize, seed: u64) -> Result<Dataset, Error> {
         _ => form.parse::<KeySpec>()?,
     };
     let mut data = Dataset::sampled(&spec, messages, seed);
-    if form == "ln1" || form == "ln2" {
-        data.name = form.to_string();
+    if let KeySpec::LogNormal { sigma, distinct, .. } = spec {
+        if form == "ln1" || form == "ln2" {
+            data.name = format!("{form} (σ {sigma:.2}, {distinct} keys)");
+        }
     }
     Ok(data)
 }

@@ -1,6 +1,8 @@
-//! Skewed word count: key grouping vs shuffle vs PoTC vs PKG, side by side.
+//! Skewed word count: key grouping vs shuffle vs PoTC vs PKG (vs D-Choices
+//! and W-Choices), side by side.
 //!
-//! `cargo bench --bench wordcount_skew -- [--keys zipf:1.2:100000] [--records N] [--work-us X] [--rounds R]`
+//! `cargo bench --bench wordcount_skew -- [--keys zipf:1.2:100000] [--records N] [--work-us X] [--rounds R]
+//!  [--workers 2,4] [--groupings key,shuffle,potc,pkg,dchoices,wchoices]`
 //!
 //! Every round runs each (workers, grouping) pair once, in rotating order, so
 //! machine noise hits all alike. The table shows, per pair, the run with the
@@ -30,6 +32,9 @@ struct Args {
     rounds: usize,
     #[arg(long, value_delimiter = ',', default_value = "2,4")]
     workers: Vec<usize>,
+    /// Groupings to compare.
+    #[arg(long, value_delimiter = ',', value_enum, default_values_t = [Scheme::Key, Scheme::Shuffle, Scheme::Potc, Scheme::Pkg])]
+    groupings: Vec<Scheme>,
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// cargo bench passes --bench; accepted and ignored.
@@ -40,7 +45,7 @@ struct Args {
 fn main() {
     let args = Args::parse();
     let sampler = Arc::new(KeySampler::new(&args.keys, args.seed));
-    let groupings = [Scheme::Key, Scheme::Shuffle, Scheme::Potc, Scheme::Pkg];
+    let groupings = args.groupings.clone();
     let configs: Vec<(usize, Scheme)> = args
         .workers
         .iter()

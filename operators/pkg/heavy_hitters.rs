@@ -29,6 +29,11 @@ pub const DEFAULT_SKETCH: usize = 1000;
 /// Messages between re-estimates of the head (its share, size and d).
 const REFRESH: u64 = 1024;
 
+/// Messages between halvings of the sketch: the head is judged on about
+/// the last few times this many messages, so when popularity drifts the
+/// old hot keys fade and the new ones are found.
+const DECAY: u64 = 1 << 16;
+
 /// The D-Choices or W-Choices policy.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HeadAware {
@@ -69,6 +74,7 @@ pub struct HeadAwareRouter {
     sketch: SpaceSaving,
     d: usize,
     candidates: HashMap<u64, Vec<usize>, BuildHasherDefault<StableHasher>>,
+    routed: u64,
 }
 
 impl HeadAwareRouter {
@@ -86,11 +92,10 @@ impl HeadAwareRouter {
     }
 
     /// A key is head when its estimated share exceeds θ; no key is before
-    /// the sender has seen `REFRESH` messages (at first every key's share
+    /// the sender has routed `REFRESH` messages (at first every key's share
     /// looks large).
     fn is_head(&self, count: u64) -> bool {
-        let seen = self.sketch.seen();
-        seen >= REFRESH && count as f64 > self.threshold * seen as f64
+        self.routed >= REFRESH && count as f64 > self.threshold * self.sketch.seen() as f64
     }
 
     /// Re-estimates the head from the sketch and the d it needs.
@@ -126,6 +131,7 @@ impl Grouping for HeadAware {
             sketch: SpaceSaving::new(self.sketch),
             d: 2.min(peers),
             candidates: HashMap::default(),
+            routed: 0,
         }
     }
 }
@@ -133,7 +139,11 @@ impl Grouping for HeadAware {
 impl Router for HeadAwareRouter {
     fn route(&mut self, key: u64, cost: u64) -> usize {
         let counter = self.sketch.insert(key);
-        if self.sketch.seen().is_multiple_of(REFRESH) {
+        self.routed += 1;
+        if self.routed.is_multiple_of(DECAY) {
+            self.sketch.halve();
+        }
+        if self.routed.is_multiple_of(REFRESH) {
             self.refresh();
         }
         let peers = self.loads.len();

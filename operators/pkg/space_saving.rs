@@ -105,6 +105,19 @@ impl SpaceSaving {
         self.seen
     }
 
+    /// Halves every counter, error and the count of occurrences seen: the
+    /// summary then weighs recent occurrences more (an exponential decay),
+    /// so a key that was hot long ago fades. Halving keeps the order of the
+    /// counters, so the heap stays valid. The guarantees hold for the
+    /// decayed counts up to rounding (one per halving).
+    pub fn halve(&mut self) {
+        for counter in &mut self.heap {
+            counter.count /= 2;
+            counter.error /= 2;
+        }
+        self.seen /= 2;
+    }
+
     /// The monitored counters, largest first.
     pub fn counters(&self) -> Vec<Counter> {
         let mut counters = self.heap.clone();
@@ -183,5 +196,27 @@ mod tests {
             let total: u64 = sketch.counters().iter().map(|c| c.count).sum();
             prop_assert_eq!(total, keys.len() as u64);
         }
+    }
+
+    #[test]
+    fn halving_keeps_the_order_and_lets_old_heads_fade() {
+        let mut sketch = SpaceSaving::new(4);
+        for _ in 0..1000 {
+            sketch.insert(1);
+        }
+        for _ in 0..8 {
+            sketch.halve();
+            for _ in 0..100 {
+                sketch.insert(2);
+            }
+        }
+        let counters = sketch.counters();
+        assert_eq!(counters[0].key, 2, "{counters:?}");
+        assert!(sketch.estimate(1) < sketch.estimate(2));
+        // Still a valid heap: inserting evicts the smallest.
+        for key in 10..20 {
+            sketch.insert(key);
+        }
+        assert!(sketch.counter(2).is_some());
     }
 }
