@@ -99,29 +99,40 @@ fn run_example(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn two_processes_with_a_hostfile_match_one_worker() {
-    let common = [
-        "--keys",
-        "zipf:1.2:5000",
-        "--records",
-        "50000",
-        "--batch",
-        "2000",
-        "--grouping",
-        "pkg",
-    ];
-    let single = scratch("single.json");
-    let out = run_example(&[&common[..], &["--report", single.to_str().unwrap()]].concat());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // PKG, and D-Choices on a stream whose hot key (p1 ≈ 0.61) is a head:
+    // head keys spread over up to all 4 workers of the two processes.
+    for (grouping, keys, most) in [("pkg", "zipf:1.2:5000", 2), ("dchoices", "zipf:2.0:5000", 4)] {
+        let common = [
+            "--keys",
+            keys,
+            "--records",
+            "50000",
+            "--batch",
+            "2000",
+            "--grouping",
+            grouping,
+        ];
+        let single = scratch(&format!("single-{grouping}.json"));
+        let out = run_example(&[&common[..], &["--report", single.to_str().unwrap()]].concat());
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 
-    let cluster = scratch("cluster.json");
-    run_two_processes("wordcount", &common, &cluster);
-    let (single, cluster) = (report(&single), report(&cluster));
-    assert_eq!(cluster["workers"], 4);
-    assert_eq!(cluster["processes"], 2);
-    assert_eq!(cluster["counts_digest"], single["counts_digest"]);
-    assert_eq!(cluster["top"], single["top"]);
-    assert_eq!(cluster["records"], 50000);
-    assert!(cluster["max_key_replication"].as_u64().unwrap() <= 2);
+        let cluster = scratch(&format!("cluster-{grouping}.json"));
+        run_two_processes("wordcount", &common, &cluster);
+        let (single, cluster) = (report(&single), report(&cluster));
+        assert_eq!(cluster["workers"], 4);
+        assert_eq!(cluster["processes"], 2);
+        assert_eq!(cluster["counts_digest"], single["counts_digest"], "{grouping}");
+        assert_eq!(cluster["top"], single["top"], "{grouping}");
+        assert_eq!(cluster["records"], 50000);
+        let replication = cluster["max_key_replication"].as_u64().unwrap();
+        assert!(replication <= most, "{grouping}: {replication}");
+        if grouping == "dchoices" {
+            assert!(
+                replication > 2,
+                "the hot key should be spread beyond two: {replication}"
+            );
+        }
+    }
 }
 
 #[test]

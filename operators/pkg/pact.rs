@@ -16,6 +16,7 @@ use timely::worker::Worker;
 use crate::common::scatter::{allocate_scatter, LoggedPuller, LoggedPusher, Scatter};
 
 use super::hashing::Hashing;
+use super::heavy_hitters::HeadAware;
 use super::potc::PowerOfTwoChoices;
 use super::round_robin::RoundRobin;
 use super::router::{Grouping, Router, Scheme};
@@ -87,6 +88,35 @@ pub type ShuffleGrouping<D, F> = Grouped<RoundRobin, D, F>;
 pub type PotcGrouping<D, F> = Grouped<PowerOfTwoChoices, D, F>;
 /// A scheme chosen at run time.
 pub type SchemeGrouping<D, F> = Grouped<Scheme, D, F>;
+/// D-Choices or W-Choices: PKG for the tail, head keys (found by each
+/// sender's SpaceSaving sketch) spread wider; see [`HeadAware`].
+pub type HeadAwareGrouping<D, F> = Grouped<HeadAware, D, F>;
+
+impl<D, F: FnMut(&D) -> u64> Grouped<HeadAware, D, F> {
+    /// D-Choices: head keys to the least loaded of d hashed candidates,
+    /// d from the head's shape; tail keys as PKG.
+    ///
+    /// ```
+    /// use timely::dataflow::operators::{Inspect, ToStream};
+    /// use equipoise::common::hash::key_hash;
+    /// use equipoise::pkg::{Grouped, PkgCount};
+    ///
+    /// timely::example(|scope| {
+    ///     ["a", "a", "a", "b"].map(String::from).to_stream(scope)
+    ///         .pkg_count(Grouped::d_choices(|word: &String| key_hash(word)))
+    ///         .inspect(|(word, count)| println!("{word}: {count}"));
+    /// });
+    /// ```
+    pub fn d_choices(key: F) -> Self {
+        Self::with_grouping(HeadAware::d_choices(), key)
+    }
+
+    /// W-Choices: head keys to the least loaded of all workers; tail keys
+    /// as PKG.
+    pub fn w_choices(key: F) -> Self {
+        Self::with_grouping(HeadAware::w_choices(), key)
+    }
+}
 
 impl<G: Grouping + Default, D, F: FnMut(&D) -> u64> Grouped<G, D, F> {
     /// A pact routing records by the fingerprint `key` returns (see
