@@ -48,7 +48,8 @@ pub struct PiParams {
 
 /// The PI controller (the paper's Eqn 2) on the error E(k) = D_t − AD(k),
 /// with anti-windup: the state kept as C(k−1) is the output clipped to
-/// [0, Î(k)], so a long underload does not wind the controller up.
+/// [0, Î(k)], so a long underload does not wind the controller up. The
+/// first C(k−1) is the rate processed in the first period.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Pi {
     params: PiParams,
@@ -76,8 +77,13 @@ impl Controller for Pi {
 
     fn admitted_rate(&mut self, sample: &PeriodSample) -> f64 {
         let error = self.target_ms - sample.delay_ms;
-        // Start from admitting everything that arrives.
-        let previous = self.previous_output.unwrap_or(sample.arrival_rate);
+        // Start from what the dataflow processed in the first period: all
+        // arrivals when it keeps up, its capacity when the run starts
+        // overloaded (starting from the arrival rate then would admit a
+        // multiple of capacity for the periods the loop needs to come down).
+        let previous = self
+            .previous_output
+            .unwrap_or_else(|| sample.processed_rate.min(sample.arrival_rate));
         let PiParams { u, g, r } = self.params;
         let output = u * previous + g * (error - r * self.previous_error);
         let saturated = output.clamp(0.0, sample.arrival_rate.max(0.0));
@@ -142,6 +148,19 @@ mod tests {
         assert_eq!(pi.admitted_rate(&sample(300.0, 1000.0)), 500.0);
         // E = −100: C = 500 + 2·(−100 + 100) = 500.
         assert_eq!(pi.admitted_rate(&sample(200.0, 1000.0)), 500.0);
+    }
+
+    #[test]
+    fn an_overloaded_start_begins_from_the_processed_rate() {
+        let mut pi = Pi::new(PiParams { u: 1.0, g: 1.0, r: 0.5 }, 100.0);
+        let first = PeriodSample {
+            delay_ms: 150.0,
+            arrival_rate: 3000.0,
+            admitted_rate: 3000.0,
+            processed_rate: 1000.0,
+        };
+        // C(0) = 1000 + 1·(−50 − 0.5·0) = 950: near capacity, not 3000.
+        assert_eq!(pi.admitted_rate(&first), 950.0);
     }
 
     #[test]
