@@ -114,7 +114,9 @@ impl HeadAwareRouter {
             keys: head.len(),
         };
         let d = head_choices(self.loads.len(), shape);
-        if d != self.d {
+        // New d, new candidate lists; and keys that stopped being heads (the
+        // stream drifts) must not pile up: the cache never outgrows the sketch.
+        if d != self.d || self.candidates.len() > self.sketch.capacity() {
             self.d = d;
             self.candidates.clear();
         }

@@ -100,6 +100,11 @@ impl SpaceSaving {
         self.position.get(&key).map(|&slot| self.heap[slot])
     }
 
+    /// The number of counters.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     /// Occurrences counted so far.
     pub fn seen(&self) -> u64 {
         self.seen
