@@ -48,8 +48,10 @@ pub struct PiParams {
 
 /// The PI controller (the paper's Eqn 2) on the error E(k) = D_t − AD(k),
 /// with anti-windup: the state kept as C(k−1) is the output clipped to
-/// [0, Î(k)], so a long underload does not wind the controller up. The
-/// first C(k−1) is the rate processed in the first period.
+/// [0, Î(k)], so a long underload does not wind the controller up, and,
+/// while the delay is under the target, to at least the rate the dataflow
+/// just processed, so it does not stay wound down after a burst. The first
+/// C(k−1) is the rate processed in the first period.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Pi {
     params: PiParams,
@@ -86,7 +88,16 @@ impl Controller for Pi {
             .unwrap_or_else(|| sample.processed_rate.min(sample.arrival_rate));
         let PiParams { u, g, r } = self.params;
         let output = u * previous + g * (error - r * self.previous_error);
-        let saturated = output.clamp(0.0, sample.arrival_rate.max(0.0));
+        // Below the target, admitting less than the dataflow just processed
+        // only loses records: that rate is the floor (conditional
+        // integration, so the state does not wind down after a burst).
+        let arrival = sample.arrival_rate.max(0.0);
+        let floor = if error > 0.0 {
+            sample.processed_rate.clamp(0.0, arrival)
+        } else {
+            0.0
+        };
+        let saturated = output.clamp(floor, arrival);
         self.previous_output = Some(saturated);
         self.previous_error = error;
         saturated
@@ -148,6 +159,43 @@ mod tests {
         assert_eq!(pi.admitted_rate(&sample(300.0, 1000.0)), 500.0);
         // E = −100: C = 500 + 2·(−100 + 100) = 500.
         assert_eq!(pi.admitted_rate(&sample(200.0, 1000.0)), 500.0);
+    }
+
+    #[test]
+    fn below_the_target_it_admits_at_least_what_was_processed() {
+        let mut pi = Pi::new(
+            PiParams {
+                u: 1.0,
+                g: 10.0,
+                r: 0.0,
+            },
+            300.0,
+        );
+        let burst = PeriodSample {
+            delay_ms: 600.0,
+            arrival_rate: 2000.0,
+            admitted_rate: 1000.0,
+            processed_rate: 1000.0,
+        };
+        // Over the target: C = 1000 + 10·(−300) → 0 (no floor).
+        assert_eq!(pi.admitted_rate(&burst), 0.0);
+        // Just under it after the burst: C = 0 + 10·1 = 10, but the
+        // dataflow processed 800/s, so at least 800 pass.
+        let after = PeriodSample {
+            delay_ms: 299.0,
+            arrival_rate: 1500.0,
+            admitted_rate: 0.0,
+            processed_rate: 800.0,
+        };
+        assert_eq!(pi.admitted_rate(&after), 800.0);
+        // And never more than arrives.
+        let quiet = PeriodSample {
+            delay_ms: 10.0,
+            arrival_rate: 300.0,
+            admitted_rate: 300.0,
+            processed_rate: 800.0,
+        };
+        assert_eq!(pi.admitted_rate(&quiet), 300.0);
     }
 
     #[test]
