@@ -126,7 +126,15 @@ fn dataset(form: &str, messages: usize, seed: u64) -> Result<Dataset, Error> {
                 seed,
             ));
         }
-        _ => form.parse::<KeySpec>()?,
+        [name, ..] if name == "zipf" || name == "lognormal" => form.parse::<KeySpec>()?,
+        _ => {
+            return Err(Error::invalid(
+                "--keys",
+                format!(
+                    "`{form}`: expected zipf:<exponent>:<distinct>, lognormal:<mu>:<sigma>:<distinct>, ln1, ln2 or drift:<exponent>:<distinct>:<phases>"
+                ),
+            ))
+        }
     };
     let mut data = Dataset::sampled(&spec, messages, seed);
     if let KeySpec::LogNormal { sigma, distinct, .. } = spec {
