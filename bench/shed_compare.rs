@@ -116,13 +116,14 @@ fn main() {
         };
         let model = identification.run().unwrap();
         let identified = design(&model, NOMINAL_POLES, 0.6).unwrap();
+        let nominal = nominal_pi(period_ms, per_worker, NOMINAL_POLES);
         println!(
             "identified (10 s, PRBS dither on the admitted rate): {model}; designed u = {:.3}, g = {:.1}, r = {:.3} (nominal: g = {:.1}, r = {:.3})",
             identified.params.u,
             identified.params.g,
             identified.params.r,
-            nominal_pi(period_ms, per_worker, NOMINAL_POLES).g,
-            nominal_pi(period_ms, per_worker, NOMINAL_POLES).r,
+            nominal.g,
+            nominal.r,
         );
         let variants = [
             ("none", ControllerSpec::None, Prediction::Off),
@@ -134,7 +135,7 @@ fn main() {
             ),
             (
                 "pi + predictor (nominal, 0.7/0.8)",
-                ControllerSpec::Pi(nominal_pi(period_ms, per_worker, NOMINAL_POLES)),
+                ControllerSpec::Pi(nominal),
                 Prediction::Smith,
             ),
             (

@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use equipoise::common::report::write_report;
 use equipoise::common::Error;
 use equipoise::shed::controller::PiParams;
@@ -302,10 +302,10 @@ fn identify(args: IdentifyArgs) -> Result<(), Error> {
             "saved to {}; use with `run --pi-file {} --prediction {}`",
             path.display(),
             path.display(),
-            match args.prediction {
-                Prediction::Smith => "smith",
-                Prediction::Off => "off",
-            }
+            args.prediction
+                .to_possible_value()
+                .expect("every value is named")
+                .get_name()
         );
     }
     Ok(())

@@ -12,15 +12,12 @@ use super::router::{Grouping, Router};
 
 type Table = HashMap<u64, usize, BuildHasherDefault<StableHasher>>;
 
-/// The least loaded worker; ties go to the lowest index.
-pub fn least_loaded_of_all(loads: &[u64]) -> usize {
-    let mut best = 0;
-    for (worker, &load) in loads.iter().enumerate() {
-        if load < loads[best] {
-            best = worker;
-        }
-    }
-    best
+/// The least loaded of `candidates` (at least one); ties go to the first.
+pub fn least_loaded(candidates: impl IntoIterator<Item = usize>, loads: &[u64]) -> usize {
+    candidates
+        .into_iter()
+        .min_by_key(|&worker| loads[worker])
+        .expect("at least one candidate")
 }
 
 /// On-Greedy: a key's first message picks the least loaded worker (by the
@@ -48,7 +45,10 @@ impl Grouping for OnlineGreedy {
 impl Router for OnlineGreedyRouter {
     fn route(&mut self, key: u64, cost: u64) -> usize {
         let loads = &self.loads;
-        let destination = *self.table.entry(key).or_insert_with(|| least_loaded_of_all(loads));
+        let destination = *self
+            .table
+            .entry(key)
+            .or_insert_with(|| least_loaded(0..loads.len(), loads));
         self.loads[destination] += cost;
         destination
     }
@@ -62,7 +62,7 @@ pub fn offline_greedy(frequencies: &HashMap<u64, u64>, peers: usize) -> OfflineG
     let mut loads = vec![0u64; peers.max(1)];
     let mut table = Table::default();
     for (key, count) in keys {
-        let worker = least_loaded_of_all(&loads);
+        let worker = least_loaded(0..loads.len(), &loads);
         loads[worker] += count;
         table.insert(key, worker);
     }

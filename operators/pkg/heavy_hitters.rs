@@ -9,10 +9,11 @@ use std::hash::BuildHasherDefault;
 use crate::common::hash::StableHasher;
 
 use super::candidates::{choices, two_choices};
-use super::greedy::least_loaded_of_all;
+use super::greedy::least_loaded;
 use super::head::{default_threshold, head_choices, HeadShape};
 use super::router::{Grouping, Router};
 use super::space_saving::SpaceSaving;
+use super::two_choices::less_loaded;
 
 /// Where head keys may go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,10 +151,10 @@ impl Router for HeadAwareRouter {
         }
         let peers = self.loads.len();
         let destination = if !self.is_head(counter.count) {
-            least_loaded(&two_choices(key, peers), &self.loads)
+            less_loaded(two_choices(key, peers), &self.loads).0
         } else {
             match self.spread {
-                HeadSpread::WChoices => least_loaded_of_all(&self.loads),
+                HeadSpread::WChoices => least_loaded(0..peers, &self.loads),
                 HeadSpread::DChoices => {
                     let d = self.d;
                     let candidates = self.candidates.entry(key).or_insert_with(|| {
@@ -161,24 +162,13 @@ impl Router for HeadAwareRouter {
                         choices(key, peers, d, &mut list);
                         list
                     });
-                    least_loaded(candidates, &self.loads)
+                    least_loaded(candidates.iter().copied(), &self.loads)
                 }
             }
         };
         self.loads[destination] += cost;
         destination
     }
-}
-
-/// The least loaded of `candidates`; ties go to the earliest.
-fn least_loaded(candidates: &[usize], loads: &[u64]) -> usize {
-    let mut best = candidates[0];
-    for &candidate in &candidates[1..] {
-        if loads[candidate] < loads[best] {
-            best = candidate;
-        }
-    }
-    best
 }
 
 #[cfg(test)]

@@ -141,12 +141,18 @@ impl Controller for NoShedding {
 mod tests {
     use super::*;
 
+    /// A period in which the dataflow kept up with what arrived.
     fn sample(delay_ms: f64, arrival_rate: f64) -> PeriodSample {
+        measured(delay_ms, arrival_rate, arrival_rate)
+    }
+
+    /// A period in which the dataflow processed `processed_rate`.
+    fn measured(delay_ms: f64, arrival_rate: f64, processed_rate: f64) -> PeriodSample {
         PeriodSample {
             delay_ms,
             arrival_rate,
-            admitted_rate: arrival_rate,
-            processed_rate: arrival_rate,
+            admitted_rate: arrival_rate.min(processed_rate),
+            processed_rate,
         }
     }
 
@@ -171,42 +177,22 @@ mod tests {
             },
             300.0,
         );
-        let burst = PeriodSample {
-            delay_ms: 600.0,
-            arrival_rate: 2000.0,
-            admitted_rate: 1000.0,
-            processed_rate: 1000.0,
-        };
+        let burst = measured(600.0, 2000.0, 1000.0);
         // Over the target: C = 1000 + 10·(−300) → 0 (no floor).
         assert_eq!(pi.admitted_rate(&burst), 0.0);
         // Just under it after the burst: C = 0 + 10·1 = 10, but the
         // dataflow processed 800/s, so at least 800 pass.
-        let after = PeriodSample {
-            delay_ms: 299.0,
-            arrival_rate: 1500.0,
-            admitted_rate: 0.0,
-            processed_rate: 800.0,
-        };
+        let after = measured(299.0, 1500.0, 800.0);
         assert_eq!(pi.admitted_rate(&after), 800.0);
         // And never more than arrives.
-        let quiet = PeriodSample {
-            delay_ms: 10.0,
-            arrival_rate: 300.0,
-            admitted_rate: 300.0,
-            processed_rate: 800.0,
-        };
+        let quiet = measured(10.0, 300.0, 800.0);
         assert_eq!(pi.admitted_rate(&quiet), 300.0);
     }
 
     #[test]
     fn an_overloaded_start_begins_from_the_processed_rate() {
         let mut pi = Pi::new(PiParams { u: 1.0, g: 1.0, r: 0.5 }, 100.0);
-        let first = PeriodSample {
-            delay_ms: 150.0,
-            arrival_rate: 3000.0,
-            admitted_rate: 3000.0,
-            processed_rate: 1000.0,
-        };
+        let first = measured(150.0, 3000.0, 1000.0);
         // C(0) = 1000 + 1·(−50 − 0.5·0) = 950: near capacity, not 3000.
         assert_eq!(pi.admitted_rate(&first), 950.0);
     }
@@ -232,12 +218,7 @@ mod tests {
 
     #[test]
     fn coarse_admits_the_measured_capacity_and_none_everything() {
-        let overloaded = PeriodSample {
-            delay_ms: 5000.0,
-            arrival_rate: 1000.0,
-            admitted_rate: 600.0,
-            processed_rate: 600.0,
-        };
+        let overloaded = measured(5000.0, 1000.0, 600.0);
         assert_eq!(Coarse.admitted_rate(&overloaded), 600.0);
         assert_eq!(Coarse.admitted_rate(&sample(10.0, 800.0)), 800.0);
         assert_eq!(NoShedding.admitted_rate(&overloaded), 1000.0);

@@ -10,6 +10,7 @@ use crate::common::Error;
 
 use super::controller::PiParams;
 use super::job::TraceRow;
+use super::predictor::Prediction;
 
 /// AD(k) = a1·AD(k−1) + a2·AD(k−2) + b1·I(k−1) + b2·I(k−2).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -200,13 +201,15 @@ pub fn design(model: &ArxModel, poles: (f64, f64), third: f64) -> Result<Design,
     if p1 == p2 {
         return Err(refuse("the two desired poles must differ".into()));
     }
-    let params = if (a1 + a2 - 1.0).abs() < 1e-9 {
+    let integrating = (a1 + a2 - 1.0).abs() < 1e-9;
+    let pair = if integrating { None } else { cancelling_pair(model) };
+    let params = if integrating {
         // Integrating plant: match z³ − s1·z² + s2·z − s3 with u, g, q = g·r free.
         let (s1, s2, s3) = (p1 + p2 + third, p1 * p2 + p1 * third + p2 * third, p1 * p2 * third);
         let system = [[-1.0, b1, 0.0, a1 - s1], [a1, b2, -b1, s2 + a2], [a2, 0.0, -b2, -s3]];
         let [u, g, q] = solve(system).ok_or_else(|| refuse("the model gives a singular design system".into()))?;
         PiParams { u, g, r: q / g }
-    } else if let Some((_, other)) = cancelling_pair(model) {
+    } else if let Some((_, other)) = pair {
         first_order_pi(other, b1, poles)
     } else {
         let h = |p: f64| {
@@ -236,25 +239,20 @@ pub fn design(model: &ArxModel, poles: (f64, f64), third: f64) -> Result<Design,
             params.u, params.g, params.r
         )));
     }
-    let cancelled_pole = if (a1 + a2 - 1.0).abs() < 1e-9 {
-        None
-    } else {
-        cancelling_pair(model).map(|(cancelled, _)| cancelled)
-    };
     Ok(Design {
         params,
         poles,
-        cancelled_pole,
+        cancelled_pole: pair.map(|(cancelled, _)| cancelled),
     })
 }
 
 /// The paper's closed-loop poles (about four periods to converge, damping
 /// 0.8): the default of [`nominal_pi`] and of identification, for the loop
-/// that controls the predicted delay ([`Prediction::Smith`](super::predictor::Prediction)).
+/// that controls the predicted delay ([`Prediction::Smith`]).
 pub const NOMINAL_POLES: (f64, f64) = (0.7, 0.8);
 
 /// Slower poles for a loop on the frontier delay as measured
-/// ([`Prediction::Off`](super::predictor::Prediction)), whose dead time (the
+/// ([`Prediction::Off`]), whose dead time (the
 /// oldest record's age keeps growing until the backlog ahead of it drains, a
 /// few periods at a target of a few hundred milliseconds) the nominal model
 /// leaves out: with [`NOMINAL_POLES`] that loop oscillates. Also the
@@ -262,10 +260,10 @@ pub const NOMINAL_POLES: (f64, f64) = (0.7, 0.8);
 pub const MEASURED_DELAY_POLES: (f64, f64) = (0.85, 0.9);
 
 /// The poles [`nominal_pi`] should get for a loop on `prediction`'s delay.
-pub fn default_poles(prediction: super::predictor::Prediction) -> (f64, f64) {
+pub fn default_poles(prediction: Prediction) -> (f64, f64) {
     match prediction {
-        super::predictor::Prediction::Smith => NOMINAL_POLES,
-        super::predictor::Prediction::Off => MEASURED_DELAY_POLES,
+        Prediction::Smith => NOMINAL_POLES,
+        Prediction::Off => MEASURED_DELAY_POLES,
     }
 }
 

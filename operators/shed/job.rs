@@ -317,9 +317,8 @@ fn run_worker(worker: &mut timely::worker::Worker, job: &ShedJob) -> WorkerFigur
                 processed_rate: (processed - period.processed) as f64 / seconds,
             };
             let measured_delay = sample.delay_ms;
-            let predicted = predictor.predict(&sample);
             if job.prediction == Prediction::Smith {
-                sample.delay_ms = predicted;
+                sample.delay_ms = predictor.predict(&sample);
             }
             let admitted = controller.admitted_rate(&sample);
             let fraction = drop_fraction(admitted, sample.arrival_rate);
