@@ -156,6 +156,7 @@ fn main() {
                 let job = ShedJob {
                     controller,
                     prediction,
+                    actuation: None,
                     target_ms: args.target_ms,
                     period_ms,
                     duration_s: args.duration_s,

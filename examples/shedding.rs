@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use equipoise::common::report::write_report;
 use equipoise::common::Error;
+use equipoise::shed::actuator::Actuation;
 use equipoise::shed::controller::PiParams;
 use equipoise::shed::design::{default_poles, design, nominal_pi};
 use equipoise::shed::identification::Identification;
@@ -89,6 +90,11 @@ struct RunArgs {
     /// How to choose what to drop.
     #[arg(long = "shed", value_enum, default_value_t = ShedMode::Random)]
     mode: ShedMode,
+    /// How the controller's output reaches the shedder: `rate` (the admitted
+    /// rate is held as arrivals change; PI's default) or `fraction` (a drop
+    /// fraction fixed for the period from its arrival rate; CA's and none's).
+    #[arg(long, value_enum)]
+    actuation: Option<Actuation>,
     /// Per-period trace as CSV.
     #[arg(long)]
     trace: Option<PathBuf>,
@@ -163,6 +169,7 @@ fn job(common: &Common, controller: ControllerSpec, profile: Profile, target_ms:
     ShedJob {
         controller,
         prediction: Prediction::Smith,
+        actuation: None,
         target_ms,
         period_ms: common.period_ms,
         duration_s: common.duration_s,
@@ -220,6 +227,7 @@ fn run(args: RunArgs) -> Result<(), Error> {
     let mut job = job(c, controller, args.profile, args.target_ms);
     job.mode = args.mode;
     job.prediction = args.prediction;
+    job.actuation = args.actuation;
     if let Some(text) = &args.cost_step {
         let (cost_us, at_s) = pair("--cost-step", text)?;
         job.cost_step = Some(CostStep { cost_us, at_s });

@@ -195,6 +195,7 @@ fn shedding_part() -> Result<(), equipoise::common::Error> {
         let job = ShedJob {
             controller,
             prediction: Prediction::Smith,
+            actuation: None,
             target_ms,
             period_ms,
             duration_s: seconds,

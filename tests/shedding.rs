@@ -15,6 +15,7 @@ fn job(controller: ControllerSpec, profile: &str) -> ShedJob {
     ShedJob {
         controller,
         prediction: Prediction::Smith,
+        actuation: None,
         target_ms: 200.0,
         period_ms: 50.0,
         duration_s: 2.0,

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::actuator::Actuation;
+
 /// What a controller sees at the end of a sampling period.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct PeriodSample {
@@ -15,15 +17,25 @@ pub struct PeriodSample {
     pub admitted_rate: f64,
     /// Records per second the dataflow processed during the period.
     pub processed_rate: f64,
+    /// The frontier-measured delay at the end of the period, ms.
+    pub age_ms: f64,
+    /// How long the period lasted, ms.
+    pub length_ms: f64,
 }
 
 /// Sets the admitted input rate each sampling period.
 pub trait Controller {
     /// The controller's name in reports.
     fn name(&self) -> &'static str;
-    /// The rate to admit during the next period, records/s (at most the
-    /// arrival rate; the shedder drops the rest).
+    /// The rate to admit during the next period, records/s; the shedder
+    /// drops what arrives beyond it (nothing, if it is above the arrival
+    /// rate).
     fn admitted_rate(&mut self, sample: &PeriodSample) -> f64;
+    /// Whether that rate is held as arrivals change within the period, or
+    /// turned into a drop fraction once (see [`Actuation`]).
+    fn actuation(&self) -> Actuation {
+        Actuation::Rate
+    }
 }
 
 /// The fraction of arrivals to drop so that `admitted` of `arrival` pass.
@@ -46,18 +58,33 @@ pub struct PiParams {
     pub r: f64,
 }
 
-/// The PI controller (the paper's Eqn 2) on the error E(k) = D_t − AD(k),
-/// with anti-windup: the state kept as C(k−1) is the output clipped to
-/// [0, Î(k)], so a long underload does not wind the controller up, and,
-/// while the delay is under the target, to at least the rate the dataflow
-/// just processed, so it does not stay wound down after a burst. The first
-/// C(k−1) is the rate processed in the first period.
+/// The integral of [`Pi`] takes in errors within this fraction of the
+/// target (integral separation): the operating point already covers large
+/// changes, the integral only the model's small, lasting errors.
+pub const INTEGRATION_BAND: f64 = 0.1;
+
+/// The PI controller of the paper (its Eqn 2, transfer function
+/// g(z − r)/(z − u)) on the error E(k) = D_t − AD(k), acting on deviations
+/// from the operating point: the rate the dataflow just processed, Ĉ(k).
+///
+/// The model is identified on deviations from the operating point, so the
+/// controller designed on it sets a deviation too:
+/// C(k) = Ĉ(k) + g·E(k) + I(k), with I(k) = u·I(k−1) + g(u − r)·E(k−1).
+/// While Ĉ is constant and nothing saturates this is exactly
+/// C(k) − Ĉ = u·(C(k−1) − Ĉ) + g·(E(k) − r·E(k−1)). Written this way a jump
+/// in capacity or load needs no integration to find the new operating
+/// point: the integral only corrects what the model misses.
+///
+/// Anti-windup: the output is at least 0 and, while the delay is under the
+/// target, at least Ĉ(k) (admitting less than was just processed would only
+/// lose records). The integral takes in only errors within
+/// ±[`INTEGRATION_BAND`] of the target that do not push the output further
+/// below that floor or above Î(k), the most that can be admitted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Pi {
     params: PiParams,
     target_ms: f64,
-    previous_output: Option<f64>,
-    previous_error: f64,
+    integral: f64,
 }
 
 impl Pi {
@@ -66,8 +93,7 @@ impl Pi {
         Pi {
             params,
             target_ms,
-            previous_output: None,
-            previous_error: 0.0,
+            integral: 0.0,
         }
     }
 }
@@ -79,28 +105,23 @@ impl Controller for Pi {
 
     fn admitted_rate(&mut self, sample: &PeriodSample) -> f64 {
         let error = self.target_ms - sample.delay_ms;
-        // Start from what the dataflow processed in the first period: all
-        // arrivals when it keeps up, its capacity when the run starts
-        // overloaded (starting from the arrival rate then would admit a
-        // multiple of capacity for the periods the loop needs to come down).
-        let previous = self
-            .previous_output
-            .unwrap_or_else(|| sample.processed_rate.min(sample.arrival_rate));
         let PiParams { u, g, r } = self.params;
-        let output = u * previous + g * (error - r * self.previous_error);
-        // Below the target, admitting less than the dataflow just processed
-        // only loses records: that rate is the floor (conditional
-        // integration, so the state does not wind down after a burst).
+        let operating = sample.processed_rate.max(0.0);
         let arrival = sample.arrival_rate.max(0.0);
-        let floor = if error > 0.0 {
-            sample.processed_rate.clamp(0.0, arrival)
-        } else {
-            0.0
-        };
-        let saturated = output.clamp(floor, arrival);
-        self.previous_output = Some(saturated);
-        self.previous_error = error;
-        saturated
+        let floor = if error > 0.0 { operating.min(arrival) } else { 0.0 };
+        let output = operating + g * error + self.integral;
+        // I(k+1) = u·I(k) + g(u − r)·E(k), unless the output is clipped on
+        // the side this error pushes it to, or the delay is still far from
+        // the target (the proportional term is moving it there, and an
+        // integral of that approach would carry it past).
+        let winding = (output > arrival && error > 0.0) || (output < floor && error < 0.0);
+        let far = error.abs() > INTEGRATION_BAND * self.target_ms;
+        if !(winding || far) {
+            self.integral = u * self.integral + g * (u - r) * error;
+        }
+        // Above the arrival rate is kept: with a held rate it caps what the
+        // next period admits if arrivals jump.
+        output.max(floor)
     }
 }
 
@@ -121,6 +142,10 @@ impl Controller for Coarse {
     fn admitted_rate(&mut self, sample: &PeriodSample) -> f64 {
         sample.arrival_rate.min(sample.processed_rate)
     }
+
+    fn actuation(&self) -> Actuation {
+        Actuation::Fraction
+    }
 }
 
 /// No shedding.
@@ -134,6 +159,10 @@ impl Controller for NoShedding {
 
     fn admitted_rate(&mut self, sample: &PeriodSample) -> f64 {
         sample.arrival_rate
+    }
+
+    fn actuation(&self) -> Actuation {
+        Actuation::Fraction
     }
 }
 
@@ -153,18 +182,39 @@ mod tests {
             arrival_rate,
             admitted_rate: arrival_rate.min(processed_rate),
             processed_rate,
+            age_ms: delay_ms,
+            length_ms: 100.0,
         }
     }
 
     #[test]
-    fn pi_follows_its_difference_equation() {
-        let mut pi = Pi::new(PiParams { u: 1.0, g: 2.0, r: 0.5 }, 100.0);
-        // C(0) = 1000 (all arrivals) + 2·(100 − 0.5·0) → clipped to 1000.
-        assert_eq!(pi.admitted_rate(&sample(0.0, 1000.0)), 1000.0);
-        // E = 100 − 300 = −200: C = 1000 + 2·(−200 − 0.5·100) = 500.
-        assert_eq!(pi.admitted_rate(&sample(300.0, 1000.0)), 500.0);
-        // E = −100: C = 500 + 2·(−100 + 100) = 500.
-        assert_eq!(pi.admitted_rate(&sample(200.0, 1000.0)), 500.0);
+    fn pi_follows_the_papers_difference_equation_around_the_operating_point() {
+        let params = PiParams { u: 0.9, g: 2.0, r: 0.5 };
+        let mut pi = Pi::new(params, 300.0);
+        // Overloaded (capacity 1000/s processed, 5000/s arriving) and over
+        // the target throughout, but within the integration band, so nothing
+        // clips and every error is integrated.
+        let (processed, arrival) = (1000.0, 5000.0);
+        let (mut previous_output, mut previous_error) = (processed, 0.0);
+        for delay in [310.0, 325.0, 302.0, 329.0, 315.0, 301.0] {
+            let output = pi.admitted_rate(&measured(delay, arrival, processed));
+            let error = 300.0 - delay;
+            let expected =
+                processed + params.u * (previous_output - processed) + params.g * (error - params.r * previous_error);
+            assert!((output - expected).abs() < 1e-9, "{output} vs {expected}");
+            (previous_output, previous_error) = (output, error);
+        }
+    }
+
+    #[test]
+    fn a_jump_in_capacity_moves_the_output_at_once() {
+        let mut pi = Pi::new(PiParams { u: 1.0, g: 1.0, r: 0.5 }, 100.0);
+        // At the target the controller admits what the dataflow processes,
+        // from the first period on (an overloaded start begins there too).
+        assert_eq!(pi.admitted_rate(&measured(100.0, 3000.0, 1000.0)), 1000.0);
+        assert_eq!(pi.admitted_rate(&measured(100.0, 3000.0, 500.0)), 500.0);
+        // 50 ms over: C = 500 + 1·(−50) + 0.
+        assert_eq!(pi.admitted_rate(&measured(150.0, 3000.0, 500.0)), 450.0);
     }
 
     #[test]
@@ -180,25 +230,20 @@ mod tests {
         let burst = measured(600.0, 2000.0, 1000.0);
         // Over the target: C = 1000 + 10·(−300) → 0 (no floor).
         assert_eq!(pi.admitted_rate(&burst), 0.0);
-        // Just under it after the burst: C = 0 + 10·1 = 10, but the
-        // dataflow processed 800/s, so at least 800 pass.
+        // Just under it after the burst the integral would take the −300
+        // in and push the output below the floor: it is frozen instead, and
+        // C = 800 + 10·1.
         let after = measured(299.0, 1500.0, 800.0);
-        assert_eq!(pi.admitted_rate(&after), 800.0);
-        // And never more than arrives.
+        assert_eq!(pi.admitted_rate(&after), 810.0);
+        // Far under the target everything arriving is admitted: C = 800 +
+        // 10·290 + 10 (the integral of the 1 ms before), above the 300/s
+        // arriving.
         let quiet = measured(10.0, 300.0, 800.0);
-        assert_eq!(pi.admitted_rate(&quiet), 300.0);
+        assert_eq!(pi.admitted_rate(&quiet), 3710.0);
     }
 
     #[test]
-    fn an_overloaded_start_begins_from_the_processed_rate() {
-        let mut pi = Pi::new(PiParams { u: 1.0, g: 1.0, r: 0.5 }, 100.0);
-        let first = measured(150.0, 3000.0, 1000.0);
-        // C(0) = 1000 + 1·(−50 − 0.5·0) = 950: near capacity, not 3000.
-        assert_eq!(pi.admitted_rate(&first), 950.0);
-    }
-
-    #[test]
-    fn anti_windup_keeps_the_state_within_the_arrival_rate() {
+    fn anti_windup_keeps_the_integral_out_of_a_long_underload() {
         let mut pi = Pi::new(
             PiParams {
                 u: 1.0,
@@ -207,13 +252,16 @@ mod tests {
             },
             1000.0,
         );
-        // A long underload: large positive errors would wind C(k) up.
+        // A long underload: large positive errors would wind the integral
+        // up. Everything is admitted: C = 500 + 10·1000.
         for _ in 0..100 {
-            assert_eq!(pi.admitted_rate(&sample(0.0, 500.0)), 500.0);
+            assert_eq!(pi.admitted_rate(&sample(0.0, 500.0)), 10_500.0);
         }
-        // Overload arrives: the controller reacts at once from 500, not from
-        // a wound-up value (E = 1000 − 1500 = −500 → C = 500 − 5000 → 0).
-        assert_eq!(pi.admitted_rate(&sample(1500.0, 2000.0)), 0.0);
+        // Overload arrives at the target: the controller admits capacity,
+        // not capacity plus a wound-up integral.
+        assert_eq!(pi.admitted_rate(&measured(1000.0, 2000.0, 800.0)), 800.0);
+        // Over it: E = −500 → C = 800 − 5000 → 0.
+        assert_eq!(pi.admitted_rate(&measured(1500.0, 2000.0, 800.0)), 0.0);
     }
 
     #[test]

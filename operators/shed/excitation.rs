@@ -70,7 +70,7 @@ impl Controller for Excited {
         let base = self.pi.admitted_rate(sample);
         let level = self.dither[self.period % self.dither.len()];
         self.period += 1;
-        (base + level * self.amplitude).clamp(0.0, sample.arrival_rate.max(0.0))
+        (base + level * self.amplitude).max(0.0)
     }
 }
 

@@ -90,6 +90,7 @@ impl Identification {
                 excitation,
             ),
             prediction: self.prediction,
+            actuation: None,
             target_ms: self.target_ms,
             period_ms: self.period_ms,
             duration_s: self.duration_s,

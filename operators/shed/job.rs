@@ -24,6 +24,7 @@ use crate::common::latency::LatencySummary;
 use crate::common::spin::BusyWork;
 use crate::common::Error;
 
+use super::actuator::{Actuation, RateTracker};
 use super::controller::{drop_fraction, Coarse, Controller, NoShedding, PeriodSample, Pi, PiParams};
 use super::excitation::{ExcitationSpec, Excited};
 use super::predictor::{DelayPredictor, Prediction};
@@ -80,6 +81,9 @@ pub struct ShedJob {
     pub controller: ControllerSpec,
     /// What delay the controller sees (the coarse algorithm and none ignore it).
     pub prediction: Prediction,
+    /// How the controller's output reaches the shedder; `None`: the
+    /// controller's own way (a held rate for PI, a fraction for CA and none).
+    pub actuation: Option<Actuation>,
     /// D_t, ms.
     pub target_ms: f64,
     /// Sampling period W, ms.
@@ -123,7 +127,9 @@ pub struct TraceRow {
     pub arrival_rate: f64,
     /// Records admitted per second.
     pub admitted_rate: f64,
-    /// Fraction dropped in the next period.
+    /// Records processed per second.
+    pub processed_rate: f64,
+    /// Fraction dropped during the period.
     pub drop_fraction: f64,
     /// Mean frontier-measured delay over the period, ms.
     pub mean_delay_ms: f64,
@@ -146,7 +152,10 @@ pub struct ShedReport {
     pub dropped: u64,
     /// dropped ÷ arrived.
     pub loss_ratio: f64,
-    /// The least loss capacity allows: arrivals beyond capacity, per period, ÷ arrived.
+    /// The least loss capacity allows: the profile's arrivals beyond
+    /// capacity ÷ its arrivals, integrated over the run millisecond by
+    /// millisecond (no buffering: a controller that spends its delay budget
+    /// on a burst can lose less).
     pub ideal_loss_ratio: f64,
     /// Σ(D − D_t) over processed records with D > D_t, ms.
     pub delay_violation_ms_sum: f64,
@@ -172,7 +181,6 @@ const PROCESSING_SLICE: Duration = Duration::from_millis(2);
 struct WorkerFigures {
     arrived: u64,
     dropped: u64,
-    excess: f64,
     violation_ms: f64,
     delayed: u64,
     max_overshoot_ms: f64,
@@ -209,7 +217,7 @@ pub fn run_shedding(job: ShedJob, workers: usize) -> Result<ShedReport, Error> {
     let report = run_gathered(
         &ClusterArgs::threads(workers),
         move |worker| run_worker(worker, &shared),
-        move |figures| assemble(&job, figures),
+        move |figures| assemble(&job, workers, figures),
     )?;
     Ok(report.expect("worker 0 runs in this process"))
 }
@@ -268,7 +276,9 @@ fn run_worker(worker: &mut timely::worker::Worker, job: &ShedJob) -> WorkerFigur
     });
     let periods = (job.duration_s * 1000.0 / job.period_ms).ceil() as usize;
     let mut controller = job.controller.build(job.target_ms, periods);
-    let mut predictor = DelayPredictor::new(job.period_ms);
+    let mut predictor = DelayPredictor::default();
+    let actuation = job.actuation.unwrap_or_else(|| controller.actuation());
+    let mut tracker = RateTracker::new(job.period_ms / 10.0);
     let share = 1.0 / peers as f64;
     let (mut owed, mut sent, mut last) = (0.0f64, 0u64, 0.0f64);
     let mut period = Period::default();
@@ -297,13 +307,17 @@ fn run_worker(worker: &mut timely::worker::Worker, job: &ShedJob) -> WorkerFigur
             input.send((time, (utility >> 11) as f64 / (1u64 << 53) as f64));
             sent += 1;
         }
+        if actuation == Actuation::Rate {
+            shedder.set_fraction(tracker.observe(count, now - last));
+        }
         last = now;
         if now >= duration_ms {
             break;
         }
         worker.step();
         // Frontier-measured delay: how far the completed output lags.
-        period.delay_sum += probe.with_frontier(|f| f.first().map_or(0.0, |&least| (now - least as f64).max(0.0)));
+        let age = probe.with_frontier(|f| f.first().map_or(0.0, |&least| (now - least as f64).max(0.0)));
+        period.delay_sum += age;
         period.samples += 1;
         if now - period.start >= job.period_ms {
             let seconds = (now - period.start) / 1000.0;
@@ -315,16 +329,20 @@ fn run_worker(worker: &mut timely::worker::Worker, job: &ShedJob) -> WorkerFigur
                 arrival_rate: (sent - period.sent) as f64 / seconds,
                 admitted_rate: (passed - period.passed) as f64 / seconds,
                 processed_rate: (processed - period.processed) as f64 / seconds,
+                age_ms: age,
+                length_ms: now - period.start,
             };
             let measured_delay = sample.delay_ms;
             if job.prediction == Prediction::Smith {
                 sample.delay_ms = predictor.predict(&sample);
             }
             let admitted = controller.admitted_rate(&sample);
-            let fraction = drop_fraction(admitted, sample.arrival_rate);
-            shedder.set_fraction(fraction);
+            match actuation {
+                Actuation::Rate => tracker.set_admitted(admitted),
+                Actuation::Fraction => shedder.set_fraction(drop_fraction(admitted, sample.arrival_rate)),
+            }
+            let fraction = drop_fraction(sample.admitted_rate, sample.arrival_rate);
             let mut figures = figures.borrow_mut();
-            figures.excess += ((sent - period.sent) as f64 - job.capacity(1, t) * seconds).max(0.0);
             if index == 0 && job.progress && (now / 1000.0).floor() > (period.start / 1000.0).floor() {
                 eprintln!(
                     "[shedding] {t:.1} s: arrivals {:.0}/s, drop {:.1} %, delay {:.0} ms",
@@ -338,6 +356,7 @@ fn run_worker(worker: &mut timely::worker::Worker, job: &ShedJob) -> WorkerFigur
                     time_s: t,
                     arrival_rate: sample.arrival_rate * peers as f64,
                     admitted_rate: sample.admitted_rate * peers as f64,
+                    processed_rate: sample.processed_rate * peers as f64,
                     drop_fraction: fraction,
                     mean_delay_ms: measured_delay,
                     controlled_delay_ms: sample.delay_ms,
@@ -386,7 +405,24 @@ impl WorkerFigures {
     }
 }
 
-fn assemble(job: &ShedJob, figures: Vec<WorkerFigures>) -> ShedReport {
+/// The least loss ratio capacity allows: 1 − capacity/arrival, integrated
+/// over the run in steps of a millisecond.
+fn ideal_loss_ratio(job: &ShedJob, workers: usize) -> f64 {
+    let (mut excess, mut arrivals) = (0.0, 0.0);
+    for ms in 0..(job.duration_s * 1000.0).ceil() as u64 {
+        let t = (ms as f64 + 0.5) / 1000.0;
+        let rate = job.profile.rate(t);
+        excess += (rate - job.capacity(workers, t)).max(0.0);
+        arrivals += rate;
+    }
+    if arrivals > 0.0 {
+        excess / arrivals
+    } else {
+        0.0
+    }
+}
+
+fn assemble(job: &ShedJob, workers: usize, figures: Vec<WorkerFigures>) -> ShedReport {
     let arrived: u64 = figures.iter().map(|f| f.arrived).sum();
     let dropped: u64 = figures.iter().map(|f| f.dropped).sum();
     let processed: u64 = figures.iter().map(|f| f.processed).sum();
@@ -399,7 +435,7 @@ fn assemble(job: &ShedJob, figures: Vec<WorkerFigures>) -> ShedReport {
         arrived,
         dropped,
         loss_ratio: ratio(dropped as f64),
-        ideal_loss_ratio: ratio(figures.iter().map(|f| f.excess).sum()),
+        ideal_loss_ratio: ideal_loss_ratio(job, workers),
         delay_violation_ms_sum: figures.iter().map(|f| f.violation_ms).sum(),
         delayed_records: figures.iter().map(|f| f.delayed).sum(),
         max_overshoot_ms: figures.iter().map(|f| f.max_overshoot_ms).fold(0.0, f64::max),

@@ -2,6 +2,7 @@
 //! the output frontier, controllers (PI, the coarse algorithm, none), the
 //! shedding operator, and identification and pole-placement design.
 
+pub mod actuator;
 pub mod controller;
 pub mod design;
 pub mod excitation;

@@ -15,17 +15,20 @@ fn write(path: &Path, text: String) -> Result<(), Error> {
     })
 }
 
-/// Writes the trace as CSV: time, arrival rate, admitted rate, drop fraction,
-/// mean measured delay, the delay the controller saw.
+/// Writes the trace as CSV: time, arrival rate, admitted rate, processed
+/// rate, drop fraction, mean measured delay, the delay the controller saw.
 pub fn write_trace_csv(path: &Path, trace: &[TraceRow]) -> Result<(), Error> {
-    let mut text = String::from("time_s,arrival_rate,admitted_rate,drop_fraction,mean_delay_ms,controlled_delay_ms\n");
+    let mut text = String::from(
+        "time_s,arrival_rate,admitted_rate,processed_rate,drop_fraction,mean_delay_ms,controlled_delay_ms\n",
+    );
     for row in trace {
         writeln!(
             text,
-            "{:.3},{:.1},{:.1},{:.4},{:.2},{:.2}",
+            "{:.3},{:.1},{:.1},{:.1},{:.4},{:.2},{:.2}",
             row.time_s,
             row.arrival_rate,
             row.admitted_rate,
+            row.processed_rate,
             row.drop_fraction,
             row.mean_delay_ms,
             row.controlled_delay_ms
@@ -103,6 +106,7 @@ mod tests {
                 time_s: k as f64 * 0.1,
                 arrival_rate: 1000.0,
                 admitted_rate: 800.0,
+                processed_rate: 790.0,
                 drop_fraction: 0.2,
                 mean_delay_ms: 100.0 * k as f64,
                 controlled_delay_ms: 110.0 * k as f64,
@@ -114,7 +118,10 @@ mod tests {
         write_trace_csv(&csv, &trace).unwrap();
         let text = std::fs::read_to_string(&csv).unwrap();
         assert_eq!(text.lines().count(), 6);
-        assert_eq!(text.lines().nth(5).unwrap(), "0.500,1000.0,800.0,0.2000,500.00,550.00");
+        assert_eq!(
+            text.lines().nth(5).unwrap(),
+            "0.500,1000.0,800.0,790.0,0.2000,500.00,550.00"
+        );
         write_trace_svg(&svg, &trace, 300.0, "pi").unwrap();
         let text = std::fs::read_to_string(&svg).unwrap();
         assert!(text.starts_with("<svg") && text.trim_end().ends_with("</svg>"));

@@ -6,11 +6,11 @@
 //! admitted before the change have drained: the plant has a dead time of
 //! about the delay itself (three periods at a 300 ms target and 100 ms
 //! periods), and a PI loop fast enough to settle in a few periods oscillates.
-//! The predictor adds to the measured delay the backlog admitted while the
-//! oldest record waited (admitted minus processed records over the last
-//! AD(k)/W periods) at the measured processing rate: the delay a record
-//! admitted now can expect. The measurement stays in the loop, so errors in
-//! the model (the processing rate, the dead time) are corrected rather than
+//! The predictor adds to the measured age of the oldest record the backlog
+//! that built up since that record arrived (admitted minus processed
+//! records), at the measured processing rate: the delay a record admitted now
+//! can expect. The measurement stays in the loop, so errors in the model
+//! (the processing rate, the dead time) are corrected rather than
 //! integrated.
 
 use std::collections::VecDeque;
@@ -34,40 +34,60 @@ pub enum Prediction {
 /// any sensible target and the prediction no longer matters.
 const MAX_PERIODS: usize = 256;
 
+/// Weight of the newest reading in the smoothed model mismatch.
+const CORRECTION_WEIGHT: f64 = 0.25;
+
 /// A Smith predictor for the frontier delay.
 #[derive(Debug, Clone)]
 pub struct DelayPredictor {
-    period_ms: f64,
-    /// Backlog growth (admitted − processed records) of recent periods, newest first.
-    growth: VecDeque<f64>,
+    /// (end of the period, admitted − processed records since the start),
+    /// newest first, back to (0, 0).
+    backlog: VecDeque<(f64, f64)>,
+    /// The smoothed model mismatch, ms.
+    correction: Option<f64>,
+}
+
+impl Default for DelayPredictor {
+    fn default() -> Self {
+        DelayPredictor {
+            backlog: VecDeque::from([(0.0, 0.0)]),
+            correction: None,
+        }
+    }
 }
 
 impl DelayPredictor {
-    /// A predictor for sampling periods of `period_ms`.
-    pub fn new(period_ms: f64) -> Self {
-        DelayPredictor {
-            period_ms,
-            growth: VecDeque::new(),
-        }
-    }
-
     /// Records the period in `sample` and predicts the delay of a record
     /// admitted now, ms.
     pub fn predict(&mut self, sample: &PeriodSample) -> f64 {
-        let seconds = self.period_ms / 1000.0;
-        self.growth
-            .push_front((sample.admitted_rate - sample.processed_rate) * seconds);
-        self.growth.truncate(MAX_PERIODS);
-        // The oldest record, on average mid-period, arrived AD(k) ago: the
-        // records admitted since then are ahead of nothing it waits for.
-        let span = (sample.delay_ms / self.period_ms + 0.5).min(MAX_PERIODS as f64);
-        let whole = span.floor() as usize;
-        let mut in_flight: f64 = self.growth.iter().take(whole).sum();
-        if let Some(partial) = self.growth.get(whole) {
-            in_flight += partial * span.fract();
+        let (end, backlog) = self.backlog[0];
+        let now = end + sample.length_ms;
+        let backlog = backlog + (sample.admitted_rate - sample.processed_rate) * sample.length_ms / 1000.0;
+        self.backlog.push_front((now, backlog));
+        self.backlog.truncate(MAX_PERIODS);
+        let rate = sample.processed_rate.max(1.0) / 1000.0;
+        // How far the oldest record's age differs from what the model says
+        // it waited for (the backlog when it arrived): other workers' lag,
+        // processing slices, noise. Smoothed, so that the noise of one
+        // reading does not pass straight into the controller.
+        let mismatch = sample.age_ms - self.backlog_at(now - sample.age_ms) / rate;
+        let correction = self.correction.map_or(mismatch, |previous| {
+            previous + CORRECTION_WEIGHT * (mismatch - previous)
+        });
+        self.correction = Some(correction);
+        (backlog / rate + correction).max(0.0)
+    }
+
+    /// The backlog count at time `t`, linear within a period (arrivals are
+    /// spread over it).
+    fn backlog_at(&self, t: f64) -> f64 {
+        for (&(newer_t, newer), &(older_t, older)) in self.backlog.iter().zip(self.backlog.iter().skip(1)) {
+            if t >= older_t {
+                let share = ((t - older_t) / (newer_t - older_t).max(1e-9)).min(1.0);
+                return older + share * (newer - older);
+            }
         }
-        let rate = sample.processed_rate.max(1.0);
-        (sample.delay_ms + 1000.0 * in_flight / rate).max(0.0)
+        self.backlog.back().map_or(0.0, |&(_, oldest)| oldest)
     }
 }
 
@@ -76,29 +96,35 @@ mod tests {
     use super::*;
     use crate::shed::fluid_queue::FluidQueue;
 
-    fn sample(delay_ms: f64, admitted_rate: f64, processed_rate: f64) -> PeriodSample {
+    fn sample(age_ms: f64, admitted_rate: f64, processed_rate: f64) -> PeriodSample {
         PeriodSample {
-            delay_ms,
+            delay_ms: age_ms,
             arrival_rate: admitted_rate,
             admitted_rate,
             processed_rate,
+            age_ms,
+            length_ms: 100.0,
         }
     }
 
     #[test]
     fn predicts_the_delay_a_record_admitted_now_will_see() {
-        // Admit 1.5× capacity for a while: the oldest record's age lags the
-        // backlog, the prediction follows the backlog ÷ capacity.
+        // A flash crowd into an idle queue (12× capacity for a period), then
+        // nothing, then 0.7× and 1.5× capacity: through all of it the
+        // prediction follows backlog ÷ capacity, while the oldest record's
+        // age lags it by periods.
         let (capacity, period) = (1000.0, 100.0);
         let mut fifo = FluidQueue::default();
-        let mut predictor = DelayPredictor::new(period);
-        for k in 0..20 {
-            let (age, processed) = fifo.step(1500.0, capacity, period);
-            let predicted = predictor.predict(&sample(age, 1500.0, processed));
+        let mut predictor = DelayPredictor::default();
+        let admitted = [500.0, 12_000.0, 0.0, 0.0, 700.0, 700.0, 700.0]
+            .into_iter()
+            .chain(std::iter::repeat_n(1500.0, 20));
+        for (k, rate) in admitted.enumerate() {
+            let (age, processed) = fifo.step(rate, capacity, period);
+            let predicted = predictor.predict(&sample(age, rate, processed));
             let newest = 1000.0 * fifo.backlog() / capacity;
-            assert!(predicted >= age, "period {k}: {predicted} < {age}");
             assert!(
-                (predicted - newest).abs() <= 0.6 * period,
+                (predicted - newest).abs() <= 1e-6 * newest.max(1.0),
                 "period {k}: predicted {predicted}, backlog says {newest}, frontier {age}"
             );
         }
@@ -106,7 +132,7 @@ mod tests {
 
     #[test]
     fn without_a_backlog_change_the_prediction_is_the_measurement() {
-        let mut predictor = DelayPredictor::new(100.0);
+        let mut predictor = DelayPredictor::default();
         for _ in 0..10 {
             assert_eq!(predictor.predict(&sample(250.0, 800.0, 800.0)), 250.0);
         }
