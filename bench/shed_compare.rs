@@ -1,12 +1,14 @@
 //! PI vs the coarse algorithm vs no shedding, side by side on the same rate
 //! profiles, with a target of a few hundred milliseconds.
 //!
-//! `cargo bench --bench shed_compare -- [--duration-s S] [--workers W] [--cost-us X] [--period-ms 100,300]`
+//! `cargo bench --bench shed_compare -- [--duration-s S] [--workers W] [--cost-us X] [--period-ms 100,300] [--rounds 3]`
 //!
 //! Capacity is `workers × 10⁶ / cost_us` records/s (each worker a core); the
 //! profiles are set relative to it. Every run is one pass in real time.
 
 use clap::Parser;
+use equipoise::common::median::{median_by, spread};
+use equipoise::shed::actuator::Actuation;
 use equipoise::shed::design::{design, nominal_pi, MEASURED_DELAY_POLES, NOMINAL_POLES};
 use equipoise::shed::identification::Identification;
 use equipoise::shed::job::{run_shedding, ControllerSpec, CostStep, ShedJob, ShedReport};
@@ -27,6 +29,10 @@ struct Args {
     /// a third of the target) and 300 (as long as the target).
     #[arg(long, value_delimiter = ',', default_values_t = [100.0, 300.0])]
     period_ms: Vec<f64>,
+    /// Runs of each shedding controller per profile (seeds 1, 2, ...); the
+    /// table shows the run with the median violation sum, and the range.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
     /// cargo bench passes --bench; accepted and ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -125,54 +131,77 @@ fn main() {
             nominal.g,
             nominal.r,
         );
+        // (label, controller, delay seen, actuation; None: the controller's own)
         let variants = [
-            ("none", ControllerSpec::None, Prediction::Off),
-            ("ca", ControllerSpec::Coarse, Prediction::Off),
+            ("none", ControllerSpec::None, Prediction::Off, None),
+            ("ca", ControllerSpec::Coarse, Prediction::Off, None),
             (
                 "pi, measured delay (poles 0.85/0.9)",
                 ControllerSpec::Pi(nominal_pi(period_ms, per_worker, MEASURED_DELAY_POLES)),
                 Prediction::Off,
+                None,
+            ),
+            (
+                "pi + predictor (nominal), per-period fraction",
+                ControllerSpec::Pi(nominal),
+                Prediction::Smith,
+                Some(Actuation::Fraction),
             ),
             (
                 "pi + predictor (nominal, 0.7/0.8)",
                 ControllerSpec::Pi(nominal),
                 Prediction::Smith,
+                None,
             ),
             (
                 "pi + predictor (identified, 0.7/0.8)",
                 ControllerSpec::Pi(identified.params),
                 Prediction::Smith,
+                None,
             ),
         ];
         println!(
             "load shedding: {} workers, {} µs per record (capacity {capacity:.0} records/s), target {} ms, period {} ms, {} s per run",
             args.workers, args.cost_us, args.target_ms, period_ms, args.duration_s
         );
-        println!("| profile | controller | loss % | ideal loss % | violation sum (s) | delayed records | max overshoot ms | mean delay ms | p99 delay ms | settling periods |");
-        println!("|---|---|---|---|---|---|---|---|---|---|");
+        println!("| profile | controller | loss % | ideal loss % | violation sum (s) | its range over rounds (s) | delayed records | max overshoot ms | mean delay ms | p99 delay ms | settling periods |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|");
         for (name, profile, cost_step, step_at) in &profiles {
             let mut violations = Vec::new();
-            for (label, controller, prediction) in variants {
-                let job = ShedJob {
-                    controller,
-                    prediction,
-                    actuation: None,
-                    target_ms: args.target_ms,
-                    period_ms,
-                    duration_s: args.duration_s,
-                    profile: profile.parse().unwrap(),
-                    cost_us: args.cost_us,
-                    cost_step: *cost_step,
-                    mode: ShedMode::Random,
-                    seed: 1,
-                    progress: false,
+            for (label, controller, prediction, actuation) in variants {
+                // No shedding is the same every time (and slow to drain): one round.
+                let rounds = if controller == ControllerSpec::None {
+                    1
+                } else {
+                    args.rounds.max(1)
                 };
-                let r = run_shedding(job, args.workers).unwrap();
+                let runs: Vec<ShedReport> = (1..=rounds as u64)
+                    .map(|seed| {
+                        let job = ShedJob {
+                            controller,
+                            prediction,
+                            actuation,
+                            target_ms: args.target_ms,
+                            period_ms,
+                            duration_s: args.duration_s,
+                            profile: profile.parse().unwrap(),
+                            cost_us: args.cost_us,
+                            cost_step: *cost_step,
+                            mode: ShedMode::Random,
+                            seed,
+                            progress: false,
+                        };
+                        run_shedding(job, args.workers).unwrap()
+                    })
+                    .collect();
+                let (least, _, most) = spread(runs.iter().map(|r| r.delay_violation_ms_sum / 1000.0).collect());
+                // The round with the median violation stands for the variant.
+                let r = median_by(runs, |r| r.delay_violation_ms_sum);
                 let settling = step_at
                     .and_then(|at| settling_periods(&r, at))
                     .map_or("-".to_string(), |k| k.to_string());
                 println!(
-                    "| {name} | {label} | {:.2} | {:.2} | {:.1} | {} | {:.0} | {:.0} | {:.0} | {settling} |",
+                    "| {name} | {label} | {:.2} | {:.2} | {:.1} | {least:.1}–{most:.1} | {} | {:.0} | {:.0} | {:.0} | {settling} |",
                     100.0 * r.loss_ratio,
                     100.0 * r.ideal_loss_ratio,
                     r.delay_violation_ms_sum / 1000.0,
@@ -181,25 +210,33 @@ fn main() {
                     r.mean_delay_ms,
                     r.delay_ms.p99
                 );
-                violations.push((label, r.delay_violation_ms_sum, r.loss_ratio, r.ideal_loss_ratio));
+                violations.push((
+                    label,
+                    r.delay_violation_ms_sum,
+                    r.loss_ratio,
+                    r.ideal_loss_ratio,
+                    settling,
+                ));
             }
             summary.push((period_ms, name, violations));
         }
     }
     println!();
     for (period_ms, name, v) in summary {
-        let ca = v[1];
+        let ca = &v[1];
         for pi in &v[2..] {
             println!(
-                "W {period_ms} ms, {name}, {}: CA/PI violation ratio {}, PI loss {:+.2} points over ideal (CA {:+.2})",
+                "W {period_ms} ms, {name}, {}: CA/PI violation ratio {}, PI loss {:+.2} points over ideal (CA {:+.2}), settling {} periods",
                 pi.0,
-                if pi.1 > 0.0 {
-                    format!("{:.2}", ca.1 / pi.1)
-                } else {
-                    "inf (PI has none)".into()
+                match (ca.1 > 0.0, pi.1 > 0.0) {
+                    (true, true) => format!("{:.1}", ca.1 / pi.1),
+                    (true, false) => "inf (PI has none)".into(),
+                    (false, true) => format!("- (CA has none, PI {:.1} s)", pi.1 / 1000.0),
+                    (false, false) => "- (neither has any)".into(),
                 },
                 100.0 * (pi.2 - pi.3),
-                100.0 * (ca.2 - ca.3)
+                100.0 * (ca.2 - ca.3),
+                pi.4
             );
         }
     }

@@ -289,7 +289,7 @@ fn identify(args: IdentifyArgs) -> Result<(), Error> {
     }
     let p = design.params;
     println!(
-        "controller: C(k) = {:.4}·C(k−1) + {:.6}·(E(k) − {:.4}·E(k−1))",
+        "controller: C(k) − Ĉ = {:.4}·(C(k−1) − Ĉ) + {:.6}·(E(k) − {:.4}·E(k−1)), Ĉ the rate just processed",
         p.u, p.g, p.r
     );
     let shown: Vec<String> = design
