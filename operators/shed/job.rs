@@ -174,6 +174,10 @@ pub struct ShedReport {
     pub trace: Vec<TraceRow>,
 }
 
+/// The time constant of the held-rate actuator's arrival-rate estimate:
+/// short against any sampling period, long against a worker's step.
+const ARRIVAL_WINDOW_MS: f64 = 10.0;
+
 /// Longest a processing activation runs before yielding to the driver.
 const PROCESSING_SLICE: Duration = Duration::from_millis(2);
 
@@ -278,7 +282,7 @@ fn run_worker(worker: &mut timely::worker::Worker, job: &ShedJob) -> WorkerFigur
     let mut controller = job.controller.build(job.target_ms, periods);
     let mut predictor = DelayPredictor::default();
     let actuation = job.actuation.unwrap_or_else(|| controller.actuation());
-    let mut tracker = RateTracker::new(job.period_ms / 10.0);
+    let mut tracker = RateTracker::new(ARRIVAL_WINDOW_MS);
     let share = 1.0 / peers as f64;
     let (mut owed, mut sent, mut last) = (0.0f64, 0u64, 0.0f64);
     let mut period = Period::default();
