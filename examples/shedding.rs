@@ -83,8 +83,9 @@ struct RunArgs {
     /// PI parameters saved by `identify --save`.
     #[arg(long)]
     pi_file: Option<PathBuf>,
-    /// The delay the PI controller sees: `smith` (the frontier delay plus the
-    /// backlog admitted while the oldest record waited) or `off` (as measured).
+    /// The delay the PI controller sees: `smith` (the backlog at the
+    /// processing rate, corrected by the measured frontier delay) or `off`
+    /// (the frontier delay as measured).
     #[arg(long, value_enum, default_value_t = Prediction::Smith)]
     prediction: Prediction,
     /// How to choose what to drop.
