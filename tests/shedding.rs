@@ -1,6 +1,7 @@
 //! The shedding example and job: no overload means no loss, overload is
 //! shed, and bad input is a clear error.
 
+use equipoise::shed::actuator::Actuation;
 use equipoise::shed::controller::PiParams;
 use equipoise::shed::design::{nominal_pi, NOMINAL_POLES};
 use equipoise::shed::job::{run_shedding, ControllerSpec, ShedJob};
@@ -76,6 +77,34 @@ fn overload_is_shed_and_counted() {
 }
 
 #[test]
+fn a_held_rate_keeps_a_flash_crowd_out_of_the_backlog() {
+    // One worker (capacity 50,000/s) goes from 0.5 to 6 times capacity.
+    // With the per-period fraction the whole first period of the crowd is
+    // admitted (5.5 × capacity × 50 ms: 275 ms of backlog, over the 200 ms
+    // target); holding the admitted rate sheds it as it arrives.
+    let crowd = |actuation| {
+        let job = ShedJob {
+            actuation: Some(actuation),
+            ..job(pi(), "step:25000:300000:1")
+        };
+        run_shedding(job, 1).unwrap()
+    };
+    let fraction = crowd(Actuation::Fraction);
+    let held = crowd(Actuation::Rate);
+    assert!(fraction.max_overshoot_ms > 50.0, "{fraction:?}");
+    assert!(
+        held.max_overshoot_ms < 0.5 * fraction.max_overshoot_ms,
+        "held {} ms over, fraction {} ms over",
+        held.max_overshoot_ms,
+        fraction.max_overshoot_ms
+    );
+    // Both shed about what capacity forces.
+    for report in [&fraction, &held] {
+        assert!((report.loss_ratio - report.ideal_loss_ratio).abs() < 0.05, "{report:?}");
+    }
+}
+
+#[test]
 fn bad_options_and_rate_files_are_clear_errors() {
     let rates = scratch("rates.csv");
     std::fs::write(&rates, "0,100\n2,50\n1,70\n").unwrap();
@@ -88,6 +117,7 @@ fn bad_options_and_rate_files_are_clear_errors() {
         (vec!["run", "--controller", "pid"], "expected pi, ca or none"),
         (vec!["run", "--pi", "1,2"], "expected u,g,r"),
         (vec!["run", "--prediction", "oracle"], "invalid value 'oracle'"),
+        (vec!["run", "--actuation", "both"], "invalid value 'both'"),
         (vec!["identify", "--arrival", "0.9"], "does not overload"),
         (vec!["identify", "--amplitude", "1.5"], "--amplitude"),
     ] {
