@@ -28,6 +28,23 @@ pub enum Actuation {
 
 /// Keeps the admitted rate at a set value by re-deriving the drop fraction
 /// from a running estimate of the arrival rate.
+///
+/// The program that feeds the input calls [`RateTracker::observe`] with
+/// each batch of arrivals and hands the result to the shedder; the
+/// controller calls [`RateTracker::set_admitted`] once a period.
+///
+/// ```
+/// use equipoise::shed::actuator::RateTracker;
+/// use equipoise::shed::shedder::Shedder;
+///
+/// let (shedder, mut tracker) = (Shedder::default(), RateTracker::new(10.0));
+/// tracker.set_admitted(1000.0); // C(k), records/s
+/// for _ in 0..50 {
+///     // 4 records arrived in the last millisecond: 4000/s, drop 3/4.
+///     shedder.set_fraction(tracker.observe(4.0, 1.0));
+/// }
+/// assert!((tracker.observe(4.0, 1.0) - 0.75).abs() < 1e-9);
+/// ```
 #[derive(Debug, Clone)]
 pub struct RateTracker {
     admitted: f64,
