@@ -35,20 +35,28 @@ fn pi() -> ControllerSpec {
 
 #[test]
 fn without_overload_nothing_is_dropped() {
-    for controller in [pi(), ControllerSpec::Coarse, ControllerSpec::None] {
-        let report = run_shedding(job(controller, "constant:5000"), 1).unwrap();
+    for (controller, workers) in [pi(), ControllerSpec::Coarse, ControllerSpec::None]
+        .into_iter()
+        .flat_map(|controller| (1..=4).map(move |workers| (controller, workers)))
+    {
+        // The profile's rate is over all workers: the same arrivals at any count.
+        let report = run_shedding(job(controller, "constant:5000"), workers).unwrap();
+        // Each worker's share is whole records: up to one short per worker.
         let expected = 5000.0 * 2.0;
         assert!(
-            (report.arrived as f64 - expected).abs() <= 2.0,
-            "{} arrived",
+            (report.arrived as f64 - expected).abs() <= 1.0 + workers as f64,
+            "{} arrived at {workers} workers",
             report.arrived
         );
         if controller == ControllerSpec::Coarse {
             // Open loop on a processing rate that lags arrivals a little,
-            // measured after its own shedding: it drifts into small losses.
-            assert!(report.loss_ratio < 0.1, "{}", report.loss_ratio);
+            // measured after its own shedding: it drifts into losses. They
+            // grow when workers outnumber cores and a descheduled worker
+            // processes less in a period (about 10 % at 3 and 4 workers on
+            // a 2-core machine); PI and none drop nothing there.
+            assert!(report.loss_ratio < 0.25, "{} at {workers} workers", report.loss_ratio);
         } else {
-            assert_eq!(report.dropped, 0, "{}", report.controller);
+            assert_eq!(report.dropped, 0, "{} at {workers} workers", report.controller);
         }
     }
 }
