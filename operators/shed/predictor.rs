@@ -6,12 +6,13 @@
 //! admitted before the change have drained: the plant has a dead time of
 //! about the delay itself (three periods at a 300 ms target and 100 ms
 //! periods), and a PI loop fast enough to settle in a few periods oscillates.
-//! The predictor adds to the measured age of the oldest record the backlog
-//! that built up since that record arrived (admitted minus processed
-//! records), at the measured processing rate: the delay a record admitted now
-//! can expect. The measurement stays in the loop, so errors in the model
-//! (the processing rate, the dead time) are corrected rather than
-//! integrated.
+//! The predictor counts the backlog (admitted minus processed records) and
+//! divides it by the measured processing rate: the delay a record admitted
+//! now can expect. It adds the smoothed difference between the measured age
+//! of the oldest record and what the same model says that record waited for
+//! (the backlog when it arrived), so the measurement stays in the loop and
+//! errors in the model (the processing rate, other workers' lag) are
+//! corrected rather than integrated.
 
 use std::collections::VecDeque;
 
@@ -41,7 +42,7 @@ const CORRECTION_WEIGHT: f64 = 0.25;
 #[derive(Debug, Clone)]
 pub struct DelayPredictor {
     /// (end of the period, admitted − processed records since the start),
-    /// newest first, back to (0, 0).
+    /// newest first, from (0, 0) or the oldest of the last [`MAX_PERIODS`].
     backlog: VecDeque<(f64, f64)>,
     /// The smoothed model mismatch, ms.
     correction: Option<f64>,
