@@ -53,7 +53,7 @@ fn main() {
             queries: args.queries,
             ..Hotspots::default()
         }
-        .generate(&grid.bounds()),
+        .generate(&grid),
     );
     let uniform = Arc::new(
         Hotspots {
@@ -62,7 +62,7 @@ fn main() {
             concentration: 0.0,
             ..Hotspots::default()
         }
-        .generate(&grid.bounds()),
+        .generate(&grid),
     );
     let paper = PolicySpec::Swarm(DecisionSpec::Paper);
     let threshold = PolicySpec::Swarm(DecisionSpec::Threshold(1.2));

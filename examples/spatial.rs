@@ -116,17 +116,10 @@ fn parse_grid(text: &str, bounds: Rect) -> Result<Grid, Error> {
 }
 
 fn parse_policy(text: &str, decision: DecisionSpec) -> Result<PolicySpec, Error> {
-    match text.split_once(':') {
-        None if text == "swarm" => Ok(PolicySpec::Swarm(decision)),
-        None if text == "static" => Ok(PolicySpec::Static),
-        Some(("forced", seed)) => seed
-            .parse()
-            .map(PolicySpec::Forced)
-            .map_err(|_| Error::invalid("--policy", format!("forced seed `{seed}` is not an integer"))),
-        _ => Err(Error::invalid(
-            "--policy",
-            format!("`{text}`: expected swarm, static or forced:<seed>"),
-        )),
+    if text == "swarm" {
+        Ok(PolicySpec::Swarm(decision))
+    } else {
+        text.parse()
     }
 }
 
@@ -142,7 +135,7 @@ fn run(args: Args) -> Result<(), Error> {
             seed: args.seed,
             ..Hotspots::default()
         }
-        .generate(&grid.bounds()),
+        .generate(&grid),
         None => {
             return Err(Error::invalid(
                 "--workload",

@@ -118,7 +118,7 @@ fn swarm_part(args: &Args) -> Result<(), equipoise::common::Error> {
             queries,
             ..Hotspots::default()
         }
-        .generate(&grid.bounds()),
+        .generate(&grid),
     );
     println!(
         "\nPart 2. SWARM: {} points and {} continuous range queries around 2 moving hotspots, 64 x 64 grid, {} µs per point-query check\n",

@@ -26,7 +26,7 @@ fn workload(seed: u64, points: u64, queries: u64) -> Arc<SpatialInput> {
             seed,
             ..Hotspots::default()
         }
-        .generate(&grid().bounds()),
+        .generate(&grid()),
     )
 }
 
@@ -178,7 +178,7 @@ fn bad_spatial_input_is_named_or_skipped() {
     for (flag, value, expected) in [
         ("--bounds", "0,0,1", "expected four numbers"),
         ("--grid", "8by8", "expected C1xC2"),
-        ("--policy", "dynamic", "expected swarm, static or forced"),
+        ("--policy", "dynamic", "expected swarm, static, static:<k> or forced:<seed>"),
         ("--decision", "threshold:0.5", "not a number ≥ 1"),
     ] {
         let out = run_example("spatial", &[flag, value, "--points", "10"]);

@@ -2,44 +2,97 @@
 //! built-in application, continuous range queries over a point stream.
 
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use timely::ExchangeData;
+
+use crate::common::hash::splitmix64;
 
 use super::geometry::{CellRect, Grid, OutOfBounds, Rect};
 use super::stats::QueryAge;
 
-/// A data point.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Point {
+/// A data point: an id, a position, and what the application needs besides
+/// (`data`: `()` for range queries, keywords for spatio-textual queries).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Point<P = ()> {
     /// The point's id.
     pub id: u64,
     /// x coordinate.
     pub x: f64,
     /// y coordinate.
     pub y: f64,
+    /// The application's data.
+    pub data: P,
 }
 
-/// A continuous range query: matches every later point inside `rect`
-/// (border included) until removed.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Query {
+impl Point {
+    /// A point that carries nothing besides its position.
+    pub fn new(id: u64, x: f64, y: f64) -> Self {
+        Point { id, x, y, data: () }
+    }
+}
+
+impl<P> Point<P> {
+    /// The same point carrying `data`.
+    pub fn with<D>(self, data: D) -> Point<D> {
+        Point {
+            id: self.id,
+            x: self.x,
+            y: self.y,
+            data,
+        }
+    }
+}
+
+/// A continuous query over a rectangle (border included): it sees every
+/// point inside from its registration until its removal. `data` is what the
+/// application needs besides (`()` for range queries).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Query<Q = ()> {
     /// The query's id.
     pub id: u64,
     /// Its closed rectangle.
     pub rect: Rect,
+    /// The application's data.
+    pub data: Q,
+}
+
+impl Query {
+    /// A query that carries nothing besides its rectangle.
+    pub fn new(id: u64, rect: Rect) -> Self {
+        Query { id, rect, data: () }
+    }
+}
+
+impl<Q> Query<Q> {
+    /// The same query carrying `data`.
+    pub fn with<D>(self, data: D) -> Query<D> {
+        Query {
+            id: self.id,
+            rect: self.rect,
+            data,
+        }
+    }
 }
 
 /// Per-partition application state. SWARM creates it empty, feeds it the
-/// partition's points, queries and removals, splits and merges it with the
-/// partition, and moves it between workers (serialized) when the partition
-/// moves. Statistics stay SWARM's own; the application only reports which
-/// queries it stores, so statistics can be rebuilt after splits and merges.
-pub trait PartitionState: Default + Clone + Serialize + DeserializeOwned + 'static {
+/// partition's queries, removals and points (in that order within an
+/// epoch), splits and merges it with the partition, and moves it between
+/// workers (serialized) when the partition moves. Statistics stay SWARM's
+/// own; the application only reports which queries it stores, so statistics
+/// can be rebuilt after splits and merges.
+pub trait PartitionState: Default + Clone + ExchangeData {
+    /// What a point carries besides its position.
+    type Point: Clone + ExchangeData;
+    /// What a query carries besides its rectangle.
+    type Query: Clone + ExchangeData;
+    /// What evaluating a point emits into SWARM's output stream.
+    type Output: Clone + 'static;
     /// Registers `query` (a copy of it, for this partition) in round `round`.
-    fn add_query(&mut self, query: Query, round: u64);
+    fn add_query(&mut self, query: Query<Self::Query>, round: u64);
     /// Removes the query `id`; whether this partition held it.
     fn remove_query(&mut self, id: u64) -> bool;
-    /// Evaluates a point: calls `matched` with the id of every query it
-    /// matches and returns how many point–query checks it made.
-    fn evaluate(&mut self, point: &Point, matched: &mut dyn FnMut(u64)) -> u64;
+    /// Evaluates a point: emits its results and returns how many
+    /// point–query checks it made (the work the cost model prices).
+    fn evaluate(&mut self, point: &Point<Self::Point>, emit: &mut dyn FnMut(Self::Output)) -> u64;
     /// Splits into the states of two parts (a query overlapping both parts
     /// goes to both).
     fn split(self, grid: &Grid, first: &CellRect, second: &CellRect) -> (Self, Self);
@@ -52,11 +105,130 @@ pub trait PartitionState: Default + Clone + Serialize + DeserializeOwned + 'stat
     fn moved_bytes(&self) -> usize;
 }
 
-/// Continuous range queries: a partition keeps its registered queries and
-/// checks each new point against all of them.
+/// The cells a query overlaps (records are finite by construction, and
+/// clamping keeps every overlap a query had inside the space).
+pub(crate) fn query_cells_of(grid: &Grid, rect: &Rect) -> CellRect {
+    grid.cells_of(rect, OutOfBounds::Clamp)
+        .expect("query rectangles are finite by construction")
+}
+
+/// The queries a partition holds, each with the round it was registered in:
+/// the bookkeeping every application that stores whole queries shares
+/// (removal, split, merge, the cells for statistics).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(bound = "Q: Serialize + DeserializeOwned")]
+pub struct Registered<Q> {
+    queries: Vec<(Query<Q>, u64)>,
+}
+
+impl<Q> Default for Registered<Q> {
+    fn default() -> Self {
+        Registered { queries: Vec::new() }
+    }
+}
+
+impl<Q: Clone> Registered<Q> {
+    /// Number of queries held.
+    pub fn len(&self) -> usize {
+        self.queries.len()
+    }
+
+    /// Whether no query is held.
+    pub fn is_empty(&self) -> bool {
+        self.queries.is_empty()
+    }
+
+    /// The queries held, in registration order.
+    pub fn iter(&self) -> impl Iterator<Item = &Query<Q>> {
+        self.queries.iter().map(|(query, _)| query)
+    }
+
+    /// The query at `position` in registration order.
+    pub fn get(&self, position: usize) -> Option<&Query<Q>> {
+        self.queries.get(position).map(|(query, _)| query)
+    }
+
+    /// Holds `query`, registered in `round`.
+    pub fn add(&mut self, query: Query<Q>, round: u64) {
+        self.queries.push((query, round));
+    }
+
+    /// Drops the query `id`; whether it was held.
+    pub fn remove(&mut self, id: u64) -> bool {
+        let before = self.queries.len();
+        self.queries.retain(|(query, _)| query.id != id);
+        self.queries.len() != before
+    }
+
+    /// The queries of each part (one overlapping both goes to both).
+    pub fn split(self, grid: &Grid, first: &CellRect, second: &CellRect) -> (Self, Self) {
+        let (mut a, mut b) = (Self::default(), Self::default());
+        for (query, round) in self.queries {
+            let range = query_cells_of(grid, &query.rect);
+            if range.overlaps(first) {
+                a.queries.push((query.clone(), round));
+            }
+            if range.overlaps(second) {
+                b.queries.push((query, round));
+            }
+        }
+        (a, b)
+    }
+
+    /// Adds the queries of `other` not held already.
+    pub fn merge(&mut self, other: Self) {
+        for (query, round) in other.queries {
+            if !self.queries.iter().any(|(held, _)| held.id == query.id) {
+                self.queries.push((query, round));
+            }
+        }
+    }
+
+    /// See [`PartitionState::query_cells`].
+    pub fn query_cells(&self, grid: &Grid, within: &CellRect, round: u64) -> Vec<(CellRect, QueryAge)> {
+        self.queries
+            .iter()
+            .filter_map(|(query, registered)| {
+                let clipped = query_cells_of(grid, &query.rect).intersection(within)?;
+                let age = if *registered == round {
+                    QueryAge::LastRound
+                } else {
+                    QueryAge::Earlier
+                };
+                Some((clipped.relative_to(within), age))
+            })
+            .collect()
+    }
+
+    /// Bytes the queries take when moved.
+    pub fn moved_bytes(&self) -> usize {
+        8 + self.queries.len() * std::mem::size_of::<(Query<Q>, u64)>()
+    }
+}
+
+/// A match of a continuous range query: the query's id and the point's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Match {
+    /// The query.
+    pub query: u64,
+    /// The point.
+    pub point: u64,
+}
+
+impl Match {
+    /// A well-mixed hash of the match, to sum into an order-independent
+    /// digest of a set of matches: splitmix64(query XOR splitmix64(point)).
+    pub fn digest(&self) -> u64 {
+        splitmix64(self.query ^ splitmix64(self.point))
+    }
+}
+
+/// Continuous range queries: a partition keeps its registered queries,
+/// checks each new point against all of them and emits a [`Match`] for every
+/// query whose rectangle holds it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RangeQueries {
-    queries: Vec<(Query, u64)>,
+    queries: Registered<()>,
 }
 
 impl RangeQueries {
@@ -71,70 +243,46 @@ impl RangeQueries {
     }
 }
 
-fn cells(grid: &Grid, query: &Query) -> CellRect {
-    grid.cells_of(&query.rect, OutOfBounds::Clamp)
-        .expect("queries are validated on input")
-}
-
 impl PartitionState for RangeQueries {
+    type Point = ();
+    type Query = ();
+    type Output = Match;
+
     fn add_query(&mut self, query: Query, round: u64) {
-        self.queries.push((query, round));
+        self.queries.add(query, round);
     }
 
     fn remove_query(&mut self, id: u64) -> bool {
-        let before = self.queries.len();
-        self.queries.retain(|(query, _)| query.id != id);
-        self.queries.len() != before
+        self.queries.remove(id)
     }
 
-    fn evaluate(&mut self, point: &Point, matched: &mut dyn FnMut(u64)) -> u64 {
-        for (query, _) in &self.queries {
+    fn evaluate(&mut self, point: &Point, emit: &mut dyn FnMut(Match)) -> u64 {
+        for query in self.queries.iter() {
             if query.rect.contains(point.x, point.y) {
-                matched(query.id);
+                emit(Match {
+                    query: query.id,
+                    point: point.id,
+                });
             }
         }
         self.queries.len() as u64
     }
 
     fn split(self, grid: &Grid, first: &CellRect, second: &CellRect) -> (Self, Self) {
-        let (mut a, mut b) = (RangeQueries::default(), RangeQueries::default());
-        for (query, round) in self.queries {
-            let range = cells(grid, &query);
-            if range.overlaps(first) {
-                a.queries.push((query, round));
-            }
-            if range.overlaps(second) {
-                b.queries.push((query, round));
-            }
-        }
-        (a, b)
+        let (a, b) = self.queries.split(grid, first, second);
+        (RangeQueries { queries: a }, RangeQueries { queries: b })
     }
 
     fn merge(&mut self, other: Self) {
-        for (query, round) in other.queries {
-            if !self.queries.iter().any(|(held, _)| held.id == query.id) {
-                self.queries.push((query, round));
-            }
-        }
+        self.queries.merge(other.queries);
     }
 
     fn query_cells(&self, grid: &Grid, within: &CellRect, round: u64) -> Vec<(CellRect, QueryAge)> {
-        self.queries
-            .iter()
-            .filter_map(|(query, registered)| {
-                let clipped = cells(grid, query).intersection(within)?;
-                let age = if *registered == round {
-                    QueryAge::LastRound
-                } else {
-                    QueryAge::Earlier
-                };
-                Some((clipped.relative_to(within), age))
-            })
-            .collect()
+        self.queries.query_cells(grid, within, round)
     }
 
     fn moved_bytes(&self) -> usize {
-        8 + self.queries.len() * std::mem::size_of::<(Query, u64)>()
+        self.queries.moved_bytes()
     }
 }
 
@@ -146,22 +294,10 @@ mod tests {
     fn range_queries_match_split_and_merge() {
         let grid = Grid::new(Rect::new(0.0, 0.0, 10.0, 10.0).unwrap(), 10, 10).unwrap();
         let mut state = RangeQueries::default();
-        state.add_query(
-            Query {
-                id: 1,
-                rect: Rect::new(0.0, 0.0, 4.0, 4.0).unwrap(),
-            },
-            0,
-        );
-        state.add_query(
-            Query {
-                id: 2,
-                rect: Rect::new(3.0, 3.0, 8.0, 8.0).unwrap(),
-            },
-            1,
-        );
+        state.add_query(Query::new(1, Rect::new(0.0, 0.0, 4.0, 4.0).unwrap()), 0);
+        state.add_query(Query::new(2, Rect::new(3.0, 3.0, 8.0, 8.0).unwrap()), 1);
         let mut matched = Vec::new();
-        let checks = state.evaluate(&Point { id: 9, x: 3.5, y: 4.0 }, &mut |id| matched.push(id));
+        let checks = state.evaluate(&Point::new(9, 3.5, 4.0), &mut |m| matched.push(m.query));
         assert_eq!((checks, matched), (2, vec![1, 2]));
 
         let top = CellRect {

@@ -9,7 +9,7 @@ use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use super::cost::{normalized, system_received, WorkerLoad};
-use super::decision::{Decision, DecisionPolicy, RoundSummary};
+use super::decision::{Decision, DecisionPolicy, FiveStage, RoundSummary, Threshold};
 use super::forced::random_change;
 use super::ids::{IdMint, PartitionId};
 use super::index::{GlobalIndex, PlanChange};
@@ -49,6 +49,17 @@ pub enum Policy {
 }
 
 impl Policy {
+    /// SWARM deciding by the paper's five-stage mechanism (β = 20).
+    pub fn paper() -> Self {
+        Policy::Adaptive(Box::new(FiveStage::default()))
+    }
+
+    /// SWARM rebalancing whenever the most loaded worker's cost exceeds `tau`
+    /// times the mean.
+    pub fn threshold(tau: f64) -> Self {
+        Policy::Adaptive(Box::new(Threshold { tau }))
+    }
+
     /// A forced schedule seeded with `seed`.
     pub fn forced(seed: u64) -> Self {
         Policy::Forced(SmallRng::seed_from_u64(seed))

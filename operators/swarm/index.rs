@@ -158,7 +158,75 @@ impl GlobalIndex {
         // Owners in reading order of the partitions' first cells.
         let mut order: Vec<(PartitionId, CellRect)> = parts.into_iter().collect();
         order.sort_by_key(|(_, rect)| (rect.row0, rect.col0));
-        let mut index = GlobalIndex {
+        let mut index = GlobalIndex::unfilled(grid);
+        for (owner, (id, rect)) in order.into_iter().enumerate() {
+            index.insert(id, PartitionInfo { rect, owner });
+        }
+        Ok((index, next_id))
+    }
+
+    /// A fine static plan: `per_worker × workers` cell-aligned blocks in a
+    /// bx × by block grid (block boundaries at floor(i·C/b) cells), owned
+    /// round-robin along a serpentine (boustrophedon) walk over the blocks,
+    /// so that neighbouring blocks belong to different workers and a hotspot is
+    /// shared. Returns the index and the first id it left unused.
+    pub fn blocks(grid: Grid, workers: usize, per_worker: usize) -> Result<(Self, PartitionId), Error> {
+        if workers == 0 {
+            return Err(Error::invalid("workers", "need at least one"));
+        }
+        if per_worker == 0 {
+            return Err(Error::invalid("partitions per worker", "need at least one"));
+        }
+        let (columns, rows) = (grid.columns() as usize, grid.rows() as usize);
+        let n = per_worker.saturating_mul(workers);
+        // bx · by = n exactly, so every worker gets the same number of blocks;
+        // among those, blocks nearest to square in space, as range queries
+        // then touch the fewest of them. Ties (within rounding) go to more
+        // columns of blocks.
+        let b = grid.bounds();
+        let skew = |bx: usize, by: usize| ((b.x2 - b.x1) * by as f64 / ((b.y2 - b.y1) * bx as f64)).ln().abs();
+        let mut best: Option<(usize, usize, f64)> = None;
+        for bx in (1..=columns.min(n)).filter(|&bx| n.is_multiple_of(bx) && n / bx <= rows) {
+            let s = skew(bx, n / bx);
+            if best.is_none_or(|(_, _, t)| s <= t + 1e-9) {
+                best = Some((bx, n / bx, s));
+            }
+        }
+        let Some((bx, by, _)) = best else {
+            return Err(Error::invalid(
+                "partitions per worker",
+                format!(
+                    "{per_worker} per worker x {workers} workers = {n} blocks cannot be laid out as \
+                     bx x by blocks on a {columns}x{rows} grid"
+                ),
+            ));
+        };
+        // Cell `i · cells / blocks`, where block `i` starts (u64: no overflow).
+        let edge = |i: usize, cells: usize, blocks: usize| (i as u64 * cells as u64 / blocks as u64) as u32;
+        let mut index = GlobalIndex::unfilled(grid);
+        let walk = (0..by).flat_map(|br| (0..bx).map(move |k| (if br % 2 == 0 { k } else { bx - 1 - k }, br)));
+        for (i, (bc, br)) in walk.enumerate() {
+            let rect = CellRect {
+                row0: edge(br, rows, by),
+                col0: edge(bc, columns, bx),
+                row1: edge(br + 1, rows, by) - 1,
+                col1: edge(bc + 1, columns, bx) - 1,
+            };
+            index.insert(
+                i as PartitionId,
+                PartitionInfo {
+                    rect,
+                    owner: i % workers,
+                },
+            );
+        }
+        Ok((index, n as PartitionId))
+    }
+
+    // An index whose cells all point to a placeholder partition 0 that is
+    // not in `partitions`: callers `insert` a covering before handing it out.
+    fn unfilled(grid: Grid) -> Self {
+        GlobalIndex {
             cells: vec![
                 Slot {
                     id: 0,
@@ -169,11 +237,7 @@ impl GlobalIndex {
             ],
             grid,
             partitions: BTreeMap::new(),
-        };
-        for (owner, (id, rect)) in order.into_iter().enumerate() {
-            index.insert(id, PartitionInfo { rect, owner });
         }
-        Ok((index, next_id))
     }
 
     fn insert(&mut self, id: PartitionId, info: PartitionInfo) {
@@ -370,5 +434,74 @@ impl GlobalIndex {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::swarm::geometry::Rect;
+
+    fn grid(columns: u32, rows: u32) -> Grid {
+        Grid::new(
+            Rect::new(0.0, 0.0, f64::from(columns), f64::from(rows)).unwrap(),
+            columns,
+            rows,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn blocks_cover_every_cell_once_and_share_blocks_equally() {
+        for (columns, rows, workers, per_worker) in [
+            (10, 7, 3, 2),
+            (10, 7, 2, 5),
+            (10, 7, 1, 1),
+            (64, 64, 4, 16),
+            (5, 13, 3, 4),
+            (1, 9, 3, 3),
+        ] {
+            let (index, next) = GlobalIndex::blocks(grid(columns, rows), workers, per_worker).unwrap();
+            let case = format!("{columns}x{rows}, {workers} workers, {per_worker} per worker");
+            index.check_covering().unwrap_or_else(|e| panic!("{case}: {e}"));
+            assert_eq!(next, (workers * per_worker) as PartitionId, "{case}");
+            assert!(index.partitions().keys().copied().eq(0..next), "{case}");
+            let mut owned = vec![0; workers];
+            for info in index.partitions().values() {
+                owned[info.owner] += 1;
+            }
+            assert_eq!(owned, vec![per_worker; workers], "{case}");
+        }
+    }
+
+    #[test]
+    fn blocks_are_square_and_neighbours_have_different_owners() {
+        let (index, _) = GlobalIndex::blocks(grid(64, 64), 4, 16).unwrap();
+        for info in index.partitions().values() {
+            assert_eq!((info.rect.cols(), info.rect.rows()), (8, 8), "{info:?}");
+        }
+        for row in 0..64 {
+            for col in 0..64 {
+                let here = index.at(Cell { row, col });
+                for next in [Cell { row, col: col + 1 }, Cell { row: row + 1, col }] {
+                    if next.row < 64 && next.col < 64 {
+                        let there = index.at(next);
+                        assert!(here.0 == there.0 || here.1 != there.1, "({row}, {col}) and {next:?}");
+                    }
+                }
+            }
+        }
+        // 1×2 and 2×1 blocks are equally skewed: the tie goes to more columns.
+        let (index, _) = GlobalIndex::blocks(grid(8, 8), 2, 1).unwrap();
+        assert_eq!(index.info(1).unwrap().rect.col0, 4);
+    }
+
+    #[test]
+    fn impossible_blocks_are_errors() {
+        for (columns, rows, workers, per_worker) in [(4, 4, 4, 16), (4, 4, 4, 0), (4, 4, 0, 4), (4, 4, 1, 5)] {
+            let error = GlobalIndex::blocks(grid(columns, rows), workers, per_worker).unwrap_err();
+            assert!(matches!(error, Error::Invalid { .. }), "{error}");
+        }
+        assert!(GlobalIndex::blocks(grid(4, 4), usize::MAX, 2).is_err());
     }
 }

@@ -1,28 +1,15 @@
 //! The spatial input: CSV lines of points, queries and removals, read with
 //! line numbers and validated before the dataflow starts.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
-
-use serde::{Deserialize, Serialize};
 
 use crate::common::lines::{for_each_line, OnError};
 use crate::common::Error;
 
 use super::app::{Point, Query};
 use super::geometry::{Grid, OutOfBounds, Rect};
-
-/// One input record.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub enum Record {
-    /// `p,<id>,<x>,<y>`
-    Point(Point),
-    /// `q,<id>,<x1>,<y1>,<x2>,<y2>`
-    Query(Query),
-    /// `r,<id>`, with the rectangle of the query it removes (known from its
-    /// registration) so that it can be routed like the query.
-    Removal(Query),
-}
+use super::record::{Item, Record};
 
 /// Validated input: each record with the index of its line (every line
 /// counts, so that the epoch of a record is `line / batch`).
@@ -41,10 +28,10 @@ impl SpatialInput {
     pub fn counts(&self) -> (u64, u64, u64) {
         self.records
             .iter()
-            .fold((0, 0, 0), |(p, q, r), (_, record)| match record {
-                Record::Point(_) => (p + 1, q, r),
-                Record::Query(_) => (p, q + 1, r),
-                Record::Removal(_) => (p, q, r + 1),
+            .fold((0, 0, 0), |(p, q, r), (_, record)| match record.item() {
+                Item::Point(_) => (p + 1, q, r),
+                Item::Query(_) => (p, q + 1, r),
+                Item::Removal(_) => (p, q, r + 1),
             })
     }
 }
@@ -75,11 +62,11 @@ pub fn parse_spatial(bytes: &[u8], path: &Path, grid: &Grid, on_error: OnError) 
     })
 }
 
-/// Query ids seen so far: the rectangles of the active ones, and every id
-/// ever registered (ids are never reused, so a removal is unambiguous).
+/// Query ids seen so far: the active ones, and every id ever registered
+/// (ids are never reused in a file, so a removal is unambiguous).
 #[derive(Default)]
 struct QueryIds {
-    active: HashMap<u64, Rect>,
+    active: HashSet<u64>,
     used: HashSet<u64>,
 }
 
@@ -112,14 +99,10 @@ fn parse_line(line: &[u8], grid: &Grid, queries: &mut QueryIds) -> Result<Option
     match fields[0] {
         "p" => {
             arity(4, "p,<id>,<x>,<y>")?;
-            let point = Point {
-                id: id(fields[1])?,
-                x: number(fields[2])?,
-                y: number(fields[3])?,
-            };
-            grid.cell_of(point.x, point.y, OutOfBounds::Reject)
-                .map_err(|e| e.to_string())?;
-            Ok(Some(Record::Point(point)))
+            let point = Point::new(id(fields[1])?, number(fields[2])?, number(fields[3])?);
+            Record::point(grid, OutOfBounds::Reject, point)
+                .map(Some)
+                .map_err(|e| e.to_string())
         }
         "q" => {
             arity(6, "q,<id>,<x1>,<y1>,<x2>,<y2>")?;
@@ -131,21 +114,21 @@ fn parse_line(line: &[u8], grid: &Grid, queries: &mut QueryIds) -> Result<Option
                 number(fields[5])?,
             )
             .map_err(|e| e.to_string())?;
-            grid.cells_of(&rect, OutOfBounds::Reject).map_err(|e| e.to_string())?;
+            let record =
+                Record::query(grid, OutOfBounds::Reject, Query::new(query_id, rect)).map_err(|e| e.to_string())?;
             if !queries.used.insert(query_id) {
                 return Err(format!("query id {query_id} was already registered"));
             }
-            queries.active.insert(query_id, rect);
-            Ok(Some(Record::Query(Query { id: query_id, rect })))
+            queries.active.insert(query_id);
+            Ok(Some(record))
         }
         "r" => {
             arity(2, "r,<id>")?;
             let query_id = id(fields[1])?;
-            let rect = queries
-                .active
-                .remove(&query_id)
-                .ok_or_else(|| format!("removal of unknown query {query_id}"))?;
-            Ok(Some(Record::Removal(Query { id: query_id, rect })))
+            if !queries.active.remove(&query_id) {
+                return Err(format!("removal of unknown query {query_id}"));
+            }
+            Ok(Some(Record::removal(query_id)))
         }
         other => Err(format!("unknown record kind `{other}` (expected p, q or r)")),
     }
@@ -169,7 +152,7 @@ mod tests {
             vec![1, 3, 4, 5]
         );
         assert_eq!(input.counts(), (2, 1, 1));
-        assert!(matches!(input.records[2].1, Record::Removal(Query { id: 7, .. })));
+        assert!(matches!(input.records[2].1.item(), Item::Removal(7)));
     }
 
     #[test]

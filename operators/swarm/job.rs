@@ -8,8 +8,12 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use serde::{Deserialize, Serialize};
 use timely::dataflow::operators::vec::Input;
+use timely::dataflow::operators::Inspect;
 use timely::dataflow::InputHandle;
 
 use crate::common::cluster::ClusterArgs;
@@ -18,12 +22,14 @@ use crate::common::latency::LatencySummary;
 use crate::common::spin::BusyWork;
 use crate::common::Error;
 
-use super::app::RangeQueries;
+use super::app::{Match, Query, RangeQueries};
 use super::coordinator::{Orders, Policy};
-use super::dataflow::{swarm, ExecutorFigures, SwarmConfig};
-use super::decision::{FiveStage, Threshold};
+use super::executor::ExecutorFigures;
 use super::geometry::Grid;
-use super::input::{Record, SpatialInput};
+use super::input::SpatialInput;
+use super::operator::{InitialPlan, Swarm, SwarmConfig};
+use super::record::Item;
+use super::router::Refused;
 
 /// How the coordinator decides, for `--decision`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -66,8 +72,11 @@ impl fmt::Display for DecisionSpec {
 /// How the plan evolves, for `--policy`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub enum PolicySpec {
-    /// `static`: the initial plan, never changed.
+    /// `static`: one partition per worker, never changed.
     Static,
+    /// `static:<k>`: k cell-aligned blocks per worker spread over the space,
+    /// never changed.
+    StaticBlocks(usize),
     /// `swarm`: SWARM's load balancing, deciding by the given rule.
     Swarm(DecisionSpec),
     /// `forced:<seed>`: a random move, split or merge every round, to test
@@ -78,10 +87,43 @@ pub enum PolicySpec {
 impl PolicySpec {
     fn build(&self) -> Policy {
         match *self {
-            PolicySpec::Static => Policy::Static,
-            PolicySpec::Swarm(DecisionSpec::Paper) => Policy::Adaptive(Box::new(FiveStage::default())),
-            PolicySpec::Swarm(DecisionSpec::Threshold(tau)) => Policy::Adaptive(Box::new(Threshold { tau })),
+            PolicySpec::Static | PolicySpec::StaticBlocks(_) => Policy::Static,
+            PolicySpec::Swarm(DecisionSpec::Paper) => Policy::paper(),
+            PolicySpec::Swarm(DecisionSpec::Threshold(tau)) => Policy::threshold(tau),
             PolicySpec::Forced(seed) => Policy::forced(seed),
+        }
+    }
+
+    fn initial(&self) -> InitialPlan {
+        match *self {
+            PolicySpec::StaticBlocks(k) => InitialPlan::Blocks(k),
+            _ => InitialPlan::OnePerWorker,
+        }
+    }
+}
+
+impl FromStr for PolicySpec {
+    type Err = Error;
+    /// `static`, `static:<k>` or `forced:<seed>`; `swarm` needs its decision
+    /// rule, so it is built by the caller.
+    fn from_str(text: &str) -> Result<Self, Error> {
+        match text.split_once(':') {
+            None if text == "static" => Ok(PolicySpec::Static),
+            Some(("static", k)) => match k.parse::<usize>() {
+                Ok(k) if k >= 1 => Ok(PolicySpec::StaticBlocks(k)),
+                _ => Err(Error::invalid(
+                    "--policy",
+                    format!("static:`{k}`: partitions per worker must be an integer ≥ 1"),
+                )),
+            },
+            Some(("forced", seed)) => seed
+                .parse()
+                .map(PolicySpec::Forced)
+                .map_err(|_| Error::invalid("--policy", format!("forced seed `{seed}` is not an integer"))),
+            _ => Err(Error::invalid(
+                "--policy",
+                format!("`{text}`: expected swarm, static, static:<k> or forced:<seed>"),
+            )),
         }
     }
 }
@@ -90,6 +132,7 @@ impl fmt::Display for PolicySpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             PolicySpec::Static => f.write_str("static"),
+            PolicySpec::StaticBlocks(k) => write!(f, "static:{k}"),
             PolicySpec::Swarm(_) => f.write_str("swarm"),
             PolicySpec::Forced(seed) => write!(f, "forced:{seed}"),
         }
@@ -175,6 +218,10 @@ pub struct SpatialReport {
     pub latency_around_changes_ms: LatencySummary,
     /// The same, over the other epochs.
     pub latency_steady_ms: LatencySummary,
+    /// Registrations refused because their id was already active.
+    pub duplicate_queries: u64,
+    /// Removals refused because their id was not active.
+    pub unknown_removals: u64,
     /// Wall-clock seconds from the first record to the last result.
     pub elapsed_s: f64,
     /// Points per second.
@@ -186,6 +233,9 @@ pub struct SpatialReport {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct WorkerFigures {
     executor: ExecutorFigures,
+    refused: Refused,
+    matches: u64,
+    digest: u64,
     orders: Orders,
     latencies_us: Vec<u64>,
     elapsed_s: f64,
@@ -200,6 +250,13 @@ pub fn run_spatial(job: SpatialJob, cluster: &ClusterArgs) -> Result<Option<Spat
     if job.round == 0 {
         return Err(Error::invalid("--round", "must be at least 1"));
     }
+    if job.merge_every == 0 {
+        return Err(Error::invalid("--merge-every", "must be at least 1"));
+    }
+    if let PolicySpec::StaticBlocks(k) = job.policy {
+        super::index::GlobalIndex::blocks(job.grid.clone(), cluster.workers * cluster.processes, k)
+            .map_err(|e| Error::invalid("--policy", e.to_string()))?;
+    }
     let processes = cluster.processes;
     let shared = job.clone();
     run_gathered(
@@ -213,13 +270,26 @@ fn run_worker(worker: &mut timely::worker::Worker, job: &SpatialJob) -> WorkerFi
     let (index, peers) = (worker.index(), worker.peers());
     let mut input = InputHandle::new();
     let config = SwarmConfig {
-        grid: job.grid.clone(),
+        initial: job.policy.initial(),
         round: job.round,
         merge_every: job.merge_every,
         work_per_check: BusyWork::new(job.work_per_check),
+        ..SwarmConfig::new(job.grid.clone())
     };
+    // Matches and their digest, from the output stream.
+    let seen = Rc::new(RefCell::new((0u64, 0u64)));
+    let sink = Rc::clone(&seen);
     let handles = worker.dataflow::<u64, _, _>(|scope| {
-        swarm::<RangeQueries>(scope.input_from(&mut input), &config, job.policy.build())
+        let (matches, handles) = scope
+            .input_from(&mut input)
+            .swarm::<RangeQueries>(&config, job.policy.build())
+            .expect("checked in run_spatial");
+        matches.inspect(move |m: &Match| {
+            let mut seen = sink.borrow_mut();
+            seen.0 += 1;
+            seen.1 = seen.1.wrapping_add(m.digest());
+        });
+        handles
     });
     let records = &job.input.records;
     let mut next = 0usize;
@@ -235,9 +305,9 @@ fn run_worker(worker: &mut timely::worker::Worker, job: &SpatialJob) -> WorkerFi
         |epoch, input| {
             let end = (epoch + 1) * job.batch;
             while next < records.len() && records[next].0 < end {
-                let (line, record) = records[next];
+                let (line, record) = &records[next];
                 if line % peers as u64 == index as u64 {
-                    input.send(record);
+                    input.send(record.clone());
                 }
                 next += 1;
             }
@@ -245,8 +315,13 @@ fn run_worker(worker: &mut timely::worker::Worker, job: &SpatialJob) -> WorkerFi
     );
     let executor = handles.figures.borrow().clone();
     let orders = handles.orders.borrow().clone();
+    let (matches, digest) = *seen.borrow();
+    let refused = *handles.refused.borrow();
     WorkerFigures {
         executor,
+        refused,
+        matches,
+        digest,
         orders,
         latencies_us: times.latencies_us,
         elapsed_s: times.elapsed_s,
@@ -285,8 +360,8 @@ fn assemble(job: &SpatialJob, processes: usize, figures: Vec<WorkerFigures>) -> 
         points,
         queries,
         removals,
-        matches: figures.iter().map(|f| f.executor.matches).sum(),
-        matches_digest: figures.iter().fold(0u64, |sum, f| sum.wrapping_add(f.executor.digest)),
+        matches: figures.iter().map(|f| f.matches).sum(),
+        matches_digest: figures.iter().fold(0u64, |sum, f| sum.wrapping_add(f.digest)),
         per_worker_busy_s: figures.iter().map(|f| f.executor.busy_ns as f64 / 1e9).collect(),
         max_over_mean_work: if total == 0 { 1.0 } else { max as f64 / mean },
         per_worker_work,
@@ -310,6 +385,8 @@ fn assemble(job: &SpatialJob, processes: usize, figures: Vec<WorkerFigures>) -> 
             0.0
         },
         skipped_lines: job.input.skipped_lines,
+        duplicate_queries: figures.iter().map(|f| f.refused.duplicate_queries).sum(),
+        unknown_removals: figures.iter().map(|f| f.refused.unknown_removals).sum(),
     }
 }
 
@@ -317,31 +394,34 @@ fn assemble(job: &SpatialJob, processes: usize, figures: Vec<WorkerFigures>) -> 
 /// registered at an epoch ≤ the point's and not removed at an epoch ≤ it.
 /// The reference the dataflow is tested against.
 pub fn brute_force_matches(input: &SpatialInput, batch: u64) -> (u64, u64) {
-    use super::dataflow::match_digest;
     let epoch = |line: u64| line / batch.max(1);
-    let mut active: Vec<super::app::Query> = Vec::new();
+    let mut active: Vec<Query> = Vec::new();
     let (mut matches, mut digest) = (0u64, 0u64);
-    let mut by_epoch: std::collections::BTreeMap<u64, Vec<&Record>> = std::collections::BTreeMap::new();
+    let mut by_epoch: std::collections::BTreeMap<u64, Vec<&Item>> = std::collections::BTreeMap::new();
     for (line, record) in &input.records {
-        by_epoch.entry(epoch(*line)).or_default().push(record);
+        by_epoch.entry(epoch(*line)).or_default().push(record.item());
     }
-    for records in by_epoch.values() {
-        for record in records {
-            if let Record::Query(query) = record {
-                active.push(*query);
+    for items in by_epoch.values() {
+        for item in items {
+            if let Item::Query(query) = item {
+                active.push(query.clone());
             }
         }
-        for record in records {
-            if let Record::Removal(query) = record {
-                active.retain(|held| held.id != query.id);
+        for item in items {
+            if let Item::Removal(id) = item {
+                active.retain(|held| held.id != *id);
             }
         }
-        for record in records {
-            if let Record::Point(point) = record {
+        for item in items {
+            if let Item::Point(point) = item {
                 for query in &active {
                     if query.rect.contains(point.x, point.y) {
+                        let m = Match {
+                            query: query.id,
+                            point: point.id,
+                        };
                         matches += 1;
-                        digest = digest.wrapping_add(match_digest(query.id, point.id));
+                        digest = digest.wrapping_add(m.digest());
                     }
                 }
             }

@@ -1,15 +1,23 @@
-//! SWARM (Daghistani et al., ACM TSAS 2021): adaptive spatial partitioning.
+//! SWARM (Daghistani et al., ACM TSAS 2021): adaptive spatial partitioning
+//! as a timely operator.
 //!
-//! This module holds the pure algorithms, none of which knows about timely:
-//! geometry ([`geometry`]), the global grid index with point routing and
-//! range routing by Algorithm 1 ([`index`]), partition ids ([`ids`]),
+//! `records.swarm::<App>(&config, policy)` ([`Swarm`]) routes points and
+//! continuous queries to spatial partitions owned by workers, runs the
+//! per-partition application `App` ([`PartitionState`]: [`RangeQueries`] and
+//! [`SpatioTextual`] are built in) and returns its results as a stream, at
+//! each point's epoch. A coordinator moves, splits and merges partitions as
+//! the load moves, by the cost model of the [`SwarmConfig`]; migrations lose
+//! and duplicate nothing. Records are valid by construction ([`Record`]).
+//!
+//! The pure algorithms know nothing of timely and are public for those who
+//! build on them: geometry ([`geometry`]), the grid index with point routing
+//! and range routing by Algorithm 1 ([`index`]), partition ids ([`ids`]),
 //! per-partition row/column statistics with the round-end update of
 //! Algorithm 2 and the split and merge arithmetic ([`stats`]), the cost
 //! model ([`cost`]), the five-stage and threshold decisions ([`decision`]),
 //! and the reduction (Algorithm 3) and merge planning ([`rebalance`],
-//! [`merge`]). Where the paper's text is missing, `../shared/design/SWARM.md`
-//! says what is ours; those parts sit behind traits ([`cost::CostModel`],
-//! [`decision::DecisionPolicy`]).
+//! [`merge`]). What the paper's text leaves out is ours (`docs/swarm.md`),
+//! behind traits ([`CostModel`], [`DecisionPolicy`]).
 //!
 //! ```
 //! use equipoise::swarm::cost::{normalized, CostModel, RangeQueryCost, WorkerLoad};
@@ -47,10 +55,11 @@
 //! ```
 
 pub mod app;
+pub(crate) mod coordination;
 pub mod coordinator;
 pub mod cost;
-pub mod dataflow;
 pub mod decision;
+pub(crate) mod executor;
 pub mod forced;
 pub mod geometry;
 pub mod ids;
@@ -58,9 +67,24 @@ pub mod index;
 pub mod input;
 pub mod job;
 pub mod merge;
-pub mod pact;
+pub(crate) mod operator;
+pub(crate) mod pact;
 pub mod plan;
 pub mod rebalance;
+pub(crate) mod record;
+pub(crate) mod router;
 pub mod stats;
-pub mod store;
+pub(crate) mod store;
+pub mod textual;
 pub mod workload;
+
+pub use app::{Match, PartitionState, Point, Query, RangeQueries, Registered};
+pub use coordinator::{Orders, Policy};
+pub use cost::{CostModel, RangeQueryCost};
+pub use decision::{DecisionPolicy, FiveStage, Threshold};
+pub use executor::ExecutorFigures;
+pub use geometry::{Grid, OutOfBounds, Rect};
+pub use operator::{InitialPlan, Swarm, SwarmConfig, SwarmHandles};
+pub use record::{Item, Record};
+pub use router::Refused;
+pub use textual::{Keywords, SpatioTextual, TextualCost};

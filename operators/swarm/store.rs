@@ -7,15 +7,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::Error;
 
-use super::app::{PartitionState, Point};
+use super::app::{query_cells_of, PartitionState};
 use super::cost::{CostModel, WorkerLoad};
-use super::geometry::{Cell, CellRect, OutOfBounds};
+use super::geometry::{Cell, CellRect, OutOfBounds, Rect};
 use super::ids::{IdMint, PartitionId};
 use super::index::{GlobalIndex, PlanChange};
-use super::input::Record;
 use super::merge::plan_merges;
 use super::plan::PlanUpdate;
 use super::rebalance::{plan_reduction, Candidate, Reduction, ReductionRequest};
+use super::router::Routed;
 use super::stats::PartitionStats;
 
 /// One partition held by a worker.
@@ -75,9 +75,9 @@ impl<S: PartitionState> Store<S> {
         }
     }
 
-    /// This worker's copy of the plan.
-    pub fn index(&self) -> &GlobalIndex {
-        &self.index
+    /// The worker holding the partitions.
+    pub fn me(&self) -> usize {
+        self.me
     }
 
     /// The partitions held.
@@ -94,48 +94,44 @@ impl<S: PartitionState> Store<S> {
     }
 
     /// Applies one record routed to partition `id` in round `round`: queries
-    /// are registered or removed, points evaluated (each match reported to
-    /// `matched` as (query id, point id)). Returns the point–query checks made.
-    pub fn apply_record(
+    /// are registered or removed, points evaluated (their results go to
+    /// `emit`). Returns the point–query checks made.
+    pub(crate) fn apply(
         &mut self,
         id: PartitionId,
-        record: &Record,
+        record: Routed<S::Point, S::Query>,
         round: u64,
-        matched: &mut dyn FnMut(u64, u64),
+        emit: &mut dyn FnMut(S::Output),
     ) -> u64 {
         let grid = self.index.grid().clone();
         let partition = self.held(id);
         let rect = partition.rect;
-        let clip = |query: &super::app::Query| {
-            grid.cells_of(&query.rect, OutOfBounds::Clamp)
-                .expect("queries are validated on input")
+        let clip = |query: &Rect| {
+            query_cells_of(&grid, query)
                 .intersection(&rect)
                 .expect("a query copy goes only to partitions it overlaps")
                 .relative_to(&rect)
         };
         match record {
-            Record::Query(query) => {
-                partition.stats.record_query(&clip(query));
-                partition.state.add_query(*query, round);
+            Routed::Query(query) => {
+                partition.stats.record_query(&clip(&query.rect));
+                partition.state.add_query(query, round);
                 0
             }
-            Record::Removal(query) => {
-                partition.stats.record_removal(&clip(query));
-                partition.state.remove_query(query.id);
+            Routed::Removal { id, rect } => {
+                partition.stats.record_removal(&clip(&rect));
+                partition.state.remove_query(id);
                 0
             }
-            Record::Point(point) => {
-                let Point { id: point_id, x, y } = *point;
+            Routed::Point(point) => {
                 let cell = grid
-                    .cell_of(x, y, OutOfBounds::Clamp)
-                    .expect("points are validated on input");
+                    .cell_of(point.x, point.y, OutOfBounds::Clamp)
+                    .expect("points are finite by construction");
                 partition.stats.record_point(Cell {
                     row: cell.row - rect.row0,
                     col: cell.col - rect.col0,
                 });
-                partition
-                    .state
-                    .evaluate(point, &mut |query_id| matched(query_id, point_id))
+                partition.state.evaluate(&point, emit)
             }
         }
     }

@@ -6,8 +6,9 @@ use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
 
 use super::app::{Point, Query};
-use super::geometry::Rect;
-use super::input::{Record, SpatialInput};
+use super::geometry::{Grid, OutOfBounds, Rect};
+use super::input::SpatialInput;
+use super::record::Record;
 
 /// Settings of the moving-hotspot workload.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -37,10 +38,11 @@ impl Default for Hotspots {
 }
 
 impl Hotspots {
-    /// The workload's records over `space`, one per line index. Hotspot `h`
-    /// travels in a straight line between two random points of the space
-    /// over the course of the stream, so the load moves.
-    pub fn generate(&self, space: &Rect) -> SpatialInput {
+    /// The workload's records over the space of `grid`, one per line index.
+    /// Hotspot `h` travels in a straight line between two random points of
+    /// the space over the course of the stream, so the load moves.
+    pub fn generate(&self, grid: &Grid) -> SpatialInput {
+        let space = &grid.bounds();
         let mut rng = SmallRng::seed_from_u64(self.seed);
         let (width, height) = (space.x2 - space.x1, space.y2 - space.y1);
         let anywhere = |rng: &mut SmallRng| {
@@ -56,7 +58,7 @@ impl Hotspots {
         let removals = self.queries / 2;
         let total = self.points + self.queries + removals;
         let (mut points, mut queries) = (0u64, 0u64);
-        let mut active: Vec<Query> = Vec::new();
+        let mut active: Vec<u64> = Vec::new();
         let mut records = Vec::with_capacity(total as usize);
         for index in 0..total {
             let progress = index as f64 / total.max(1) as f64;
@@ -80,7 +82,7 @@ impl Hotspots {
             let record = if pick < left_points {
                 let (x, y) = near(&mut rng);
                 points += 1;
-                Record::Point(Point { id: points - 1, x, y })
+                Record::point(grid, OutOfBounds::Reject, Point::new(points - 1, x, y))
             } else if pick < left_points + left_queries {
                 let (x, y) = near(&mut rng);
                 let (w, h) = (
@@ -94,14 +96,12 @@ impl Hotspots {
                     y2: (y + h / 2.0).min(space.y2),
                 };
                 queries += 1;
-                let query = Query { id: queries - 1, rect };
-                active.push(query);
-                Record::Query(query)
+                active.push(queries - 1);
+                Record::query(grid, OutOfBounds::Reject, Query::new(queries - 1, rect))
             } else {
-                let query = active.swap_remove(rng.random_range(0..active.len()));
-                Record::Removal(query)
+                Ok(Record::removal(active.swap_remove(rng.random_range(0..active.len()))))
             };
-            records.push((index, record));
+            records.push((index, record.expect("drawn inside the space")));
         }
         SpatialInput {
             lines: records.len() as u64,
@@ -114,24 +114,26 @@ impl Hotspots {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::swarm::record::Item;
 
     #[test]
     fn generates_the_requested_mix_inside_the_space() {
         let space = Rect::new(0.0, 0.0, 100.0, 50.0).unwrap();
+        let grid = Grid::new(space, 10, 5).unwrap();
         let input = Hotspots {
             points: 5000,
             queries: 200,
             ..Hotspots::default()
         }
-        .generate(&space);
+        .generate(&grid);
         assert_eq!(input.counts(), (5000, 200, 100));
         for (_, record) in &input.records {
-            match record {
-                Record::Point(p) => assert!(space.contains(p.x, p.y)),
-                Record::Query(q) | Record::Removal(q) => {
-                    assert!(q.rect.x1 <= q.rect.x2 && q.rect.y1 <= q.rect.y2);
+            match record.item() {
+                Item::Point(p) => assert!(space.contains(p.x, p.y)),
+                Item::Query(q) => {
                     assert!(space.contains(q.rect.x1, q.rect.y1) && space.contains(q.rect.x2, q.rect.y2));
                 }
+                Item::Removal(_) => {}
             }
         }
         let again = Hotspots {
@@ -139,7 +141,7 @@ mod tests {
             queries: 200,
             ..Hotspots::default()
         }
-        .generate(&space);
+        .generate(&grid);
         assert_eq!(input, again);
     }
 }

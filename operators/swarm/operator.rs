@@ -1,0 +1,380 @@
+//! SWARM as a timely operator: records in, the application's results out,
+//! with the plan balanced by the coordinator as the load moves.
+//!
+//! The stages, each on every worker (the timestamped protocol of
+//! `docs/swarm.md`):
+//! - the **router** holds the records of epoch `t` until the plan for `t`
+//!   is final, then tags each with its partitions;
+//! - the [`SwarmPact`] sends each tagged record to its partition's owner
+//!   under the plan valid at `t`;
+//! - the **executor** processes epoch `t` once its data, plan and state
+//!   inputs have all passed `t` (arrived partitions, then registrations,
+//!   removals, points), emitting the points' results at `t`. Every `round`
+//!   epochs it reports (Num(C(m)), R(m)) to the coordinator and applies the
+//!   plan update that holds from the next epoch: it splits and merges what it
+//!   holds and sends away what it no longer owns, at the round's last epoch,
+//!   over a feedback edge of one epoch, so each partition is installed at its
+//!   new owner before any record of the next epoch;
+//! - the **coordinator** stage turns reports into plan updates over a
+//!   feedback edge of one round: an update decided at the end of round `r`
+//!   holds from the start of round `r + 2`.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::{Exchange, Pipeline};
+use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
+use timely::dataflow::operators::generic::OutputBuilder;
+use timely::dataflow::operators::{ConnectLoop, Feedback, Probe};
+use timely::dataflow::{ProbeHandle, StreamVec};
+use timely::ExchangeData;
+
+use crate::common::spin::BusyWork;
+use crate::common::stash::TimeStash;
+use crate::common::Error;
+
+use super::app::PartitionState;
+use super::coordination::coordinate;
+use super::coordinator::{Coordinator, Orders, Policy, RoundReport};
+use super::cost::{CostModel, RangeQueryCost};
+use super::executor::{Executor, ExecutorFigures};
+use super::geometry::{Grid, OutOfBounds};
+use super::ids::IdMint;
+use super::index::GlobalIndex;
+use super::pact::SwarmPact;
+use super::plan::{PlanHistory, PlanUpdate};
+use super::record::Record;
+use super::router::{route, Refused, RoutedTo};
+use super::store::{PartitionPacket, Store};
+
+/// The plan SWARM starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InitialPlan {
+    /// One partition per worker, by halving the largest partition.
+    #[default]
+    OnePerWorker,
+    /// `k` cell-aligned blocks per worker, owned round-robin along a
+    /// serpentine walk so that neighbouring blocks belong to different
+    /// workers (see [`GlobalIndex::blocks`]).
+    Blocks(usize),
+}
+
+/// Settings of a SWARM operator.
+#[derive(Debug, Clone)]
+pub struct SwarmConfig<M = RangeQueryCost> {
+    /// The space and its cells.
+    pub grid: Grid,
+    /// What [`Record::point`] and [`Record::query`] do with coordinates
+    /// outside the space.
+    pub outside: OutOfBounds,
+    /// The plan at epoch 0.
+    pub initial: InitialPlan,
+    /// Epochs per load-balancing round (at least 1).
+    pub round: u64,
+    /// Merge each worker's adjacent partitions every this many rounds (at least 1).
+    pub merge_every: u64,
+    /// The cost model the executors, the reductions and so the coordinator use.
+    pub cost: M,
+    /// Busy work per point–query check (zero but in experiments).
+    pub work_per_check: BusyWork,
+}
+
+impl SwarmConfig {
+    /// Defaults over `grid`: points outside rejected, one partition per
+    /// worker, rounds of 2 epochs, merges every 10 rounds, the range-query
+    /// cost model.
+    pub fn new(grid: Grid) -> Self {
+        SwarmConfig {
+            grid,
+            outside: OutOfBounds::Reject,
+            initial: InitialPlan::OnePerWorker,
+            round: 2,
+            merge_every: 10,
+            cost: RangeQueryCost::default(),
+            work_per_check: BusyWork::default(),
+        }
+    }
+}
+
+impl<M> SwarmConfig<M> {
+    /// The same settings with another cost model.
+    pub fn with_cost<N: CostModel>(self, cost: N) -> SwarmConfig<N> {
+        SwarmConfig {
+            grid: self.grid,
+            outside: self.outside,
+            initial: self.initial,
+            round: self.round,
+            merge_every: self.merge_every,
+            cost,
+            work_per_check: self.work_per_check,
+        }
+    }
+
+    /// A point of this space (see [`Record::point`]).
+    pub fn point<P, Q>(&self, point: super::app::Point<P>) -> Result<Record<P, Q>, Error> {
+        Record::point(&self.grid, self.outside, point)
+    }
+
+    /// A query of this space (see [`Record::query`]).
+    pub fn query<P, Q>(&self, query: super::app::Query<Q>) -> Result<Record<P, Q>, Error> {
+        Record::query(&self.grid, self.outside, query)
+    }
+
+    fn check(&self) -> Result<(), Error> {
+        if self.round == 0 {
+            return Err(Error::invalid("SWARM round", "0 epochs: must be at least 1"));
+        }
+        if self.merge_every == 0 {
+            return Err(Error::invalid("SWARM merge_every", "0 rounds: must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
+/// The handles a program keeps on a SWARM operator.
+pub struct SwarmHandles {
+    /// Passes epoch `t` once every executor has processed it (and emitted
+    /// its results).
+    pub probe: ProbeHandle<u64>,
+    /// This worker's executor figures.
+    pub figures: Rc<RefCell<ExecutorFigures>>,
+    /// What this worker's router refused.
+    pub refused: Rc<RefCell<Refused>>,
+    /// What the coordinator ordered (meaningful on worker 0).
+    pub orders: Rc<RefCell<Orders>>,
+}
+
+/// SWARM on a stream of records.
+pub trait Swarm<'scope, P, Q> {
+    /// Runs application `S` over these records, partitioned over the
+    /// workers by `config` and rebalanced by `policy` (every worker passes
+    /// one; worker 0's decides). Returns the application's results, each at
+    /// the epoch of the point that produced it, and the handles.
+    ///
+    /// An error if the configuration cannot be used (a round of 0 epochs,
+    /// more blocks than cells).
+    ///
+    /// ```
+    /// use timely::dataflow::operators::{Input, Inspect};
+    /// use equipoise::swarm::{Grid, Match, Point, Policy, Query, RangeQueries, Rect, Swarm, SwarmConfig};
+    ///
+    /// timely::execute(timely::Config::process(2), |worker| {
+    ///     let grid = Grid::new(Rect::new(-180.0, -90.0, 180.0, 90.0).unwrap(), 32, 16).unwrap();
+    ///     let config = SwarmConfig::new(grid);
+    ///     let mut input = timely::dataflow::InputHandle::new();
+    ///     worker.dataflow::<u64, _, _>(|scope| {
+    ///         let (matches, _handles) = scope
+    ///             .input_from(&mut input)
+    ///             .swarm::<RangeQueries>(&config, Policy::threshold(1.2))
+    ///             .unwrap();
+    ///         matches.inspect(|m: &Match| println!("query {} saw point {}", m.query, m.point));
+    ///     });
+    ///     if worker.index() == 0 {
+    ///         let europe = Rect::new(-10.0, 35.0, 30.0, 60.0).unwrap();
+    ///         input.send(config.query(Query::new(1, europe)).unwrap());
+    ///         input.advance_to(1);
+    ///         input.send(config.point(Point::new(7, 2.35, 48.85)).unwrap());
+    ///         input.send(config.point(Point::new(8, -74.0, 40.7)).unwrap());
+    ///         input.send(equipoise::swarm::Record::removal(1));
+    ///     }
+    /// })
+    /// .unwrap();
+    /// ```
+    #[allow(clippy::type_complexity)]
+    fn swarm<S: PartitionState<Point = P, Query = Q>>(
+        self,
+        config: &SwarmConfig<impl CostModel + Clone + 'static>,
+        policy: Policy,
+    ) -> Result<(StreamVec<'scope, u64, S::Output>, SwarmHandles), Error>;
+}
+
+/// A partition and the worker it goes to.
+type Packet<S> = (usize, PartitionPacket<S>);
+
+impl<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone> Swarm<'scope, P, Q>
+    for StreamVec<'scope, u64, Record<P, Q>>
+{
+    fn swarm<S: PartitionState<Point = P, Query = Q>>(
+        self,
+        config: &SwarmConfig<impl CostModel + Clone + 'static>,
+        policy: Policy,
+    ) -> Result<(StreamVec<'scope, u64, S::Output>, SwarmHandles), Error> {
+        config.check()?;
+        let scope = self.scope();
+        let (me, workers) = (scope.index(), scope.peers());
+        let round = config.round;
+        let (initial, base) = match config.initial {
+            InitialPlan::OnePerWorker => GlobalIndex::initial(config.grid.clone(), workers)?,
+            InitialPlan::Blocks(k) => GlobalIndex::blocks(config.grid.clone(), workers, k)?,
+        };
+        // Workers mint from `workers + 1` disjoint sequences, the coordinator from the last.
+        let store = Store::<S>::new(me, initial.clone(), IdMint::new(base, me, workers + 1));
+        let executor = Rc::new(RefCell::new(Executor::new(
+            store,
+            config.cost.clone(),
+            round,
+            config.merge_every,
+            config.work_per_check,
+        )));
+        let coordinator = Coordinator::new(
+            policy,
+            initial.clone(),
+            IdMint::new(base, workers, workers + 1),
+            workers,
+            round,
+        );
+        let history = Rc::new(RefCell::new(PlanHistory::new(initial)));
+        let figures = Rc::new(RefCell::new(ExecutorFigures::default()));
+        let refused = Rc::new(RefCell::new(Refused::default()));
+        let orders = Rc::new(RefCell::new(Orders::default()));
+
+        let (plan_handle, plan_stream) = scope.feedback::<Vec<PlanUpdate>>(round);
+        let (state_handle, state_stream) = scope.feedback::<Vec<Packet<S>>>(1);
+        let routed = route(self, plan_stream.clone(), Rc::clone(&history), Rc::clone(&refused));
+        let (results, reports, packets) = execute(
+            routed,
+            plan_stream,
+            state_stream,
+            SwarmPact::new(history),
+            Rc::clone(&executor),
+            Rc::clone(&figures),
+            round,
+        );
+        packets.connect_loop(state_handle);
+        let reducer = Rc::clone(&executor);
+        coordinate(
+            reports,
+            coordinator,
+            move |ask| reducer.borrow_mut().propose(ask),
+            Rc::clone(&orders),
+        )
+        .connect_loop(plan_handle);
+        let (probe, results) = results.probe();
+        Ok((
+            results,
+            SwarmHandles {
+                probe,
+                figures,
+                refused,
+                orders,
+            },
+        ))
+    }
+}
+
+/// The executor operator: when each epoch is complete, hands it to the
+/// [`Executor`]; at round ends, reports and sends leaving partitions.
+#[allow(clippy::type_complexity)]
+fn execute<'scope, S: PartitionState, M: CostModel + 'static>(
+    routed: StreamVec<'scope, u64, RoutedTo<S>>,
+    plan: StreamVec<'scope, u64, PlanUpdate>,
+    state: StreamVec<'scope, u64, Packet<S>>,
+    pact: SwarmPact,
+    executor: Rc<RefCell<Executor<S, M>>>,
+    figures: Rc<RefCell<ExecutorFigures>>,
+    round: u64,
+) -> (
+    StreamVec<'scope, u64, S::Output>,
+    StreamVec<'scope, u64, RoundReport>,
+    StreamVec<'scope, u64, Packet<S>>,
+) {
+    let mut builder = OperatorBuilder::new("SwarmExecutor".to_owned(), routed.scope());
+    let mut data_in = builder.new_input(routed, pact);
+    let mut plan_in = builder.new_input(plan, Pipeline);
+    let mut state_in = builder.new_input(state, Exchange::new(|(to, _): &(usize, PartitionPacket<S>)| *to as u64));
+    // The results first: the data stash's capabilities are for output 0.
+    let (results_out, results) = builder.new_output::<Vec<S::Output>>();
+    let (reports_out, reports) = builder.new_output::<Vec<RoundReport>>();
+    let (packets_out, packets) = builder.new_output::<Vec<Packet<S>>>();
+    let mut results_out = OutputBuilder::<_, CapacityContainerBuilder<Vec<S::Output>>>::from(results_out);
+    let mut reports_out = OutputBuilder::<_, CapacityContainerBuilder<Vec<RoundReport>>>::from(reports_out);
+    let mut packets_out = OutputBuilder::<_, CapacityContainerBuilder<Vec<Packet<S>>>>::from(packets_out);
+    builder.build(move |mut caps| {
+        // One capability per control output, each held at the next round end.
+        let mut packet_cap = caps.pop();
+        let mut round_cap = caps.pop();
+        for cap in round_cap.iter_mut().chain(packet_cap.iter_mut()) {
+            cap.downgrade(&(round - 1));
+        }
+        let mut data: TimeStash<u64, Vec<RoutedTo<S>>> = TimeStash::default();
+        let mut arrivals: BTreeMap<u64, Vec<PartitionPacket<S>>> = BTreeMap::new();
+        let mut updates: BTreeMap<u64, PlanUpdate> = BTreeMap::new();
+        move |frontiers| {
+            let (data_frontier, plan_frontier, state_frontier) = (&frontiers[0], &frontiers[1], &frontiers[2]);
+            data_in.for_each_stamp(|cap, batches| {
+                if let Some(held) = data.at(&cap) {
+                    for batch in batches {
+                        held.append(batch);
+                    }
+                }
+            });
+            plan_in.for_each_stamp(|_, batches| {
+                for update in batches.flat_map(|batch| batch.drain(..)) {
+                    updates.insert(update.effective, update);
+                }
+            });
+            state_in.for_each_stamp(|cap, batches| {
+                let Some(&time) = cap.least() else { return };
+                arrivals
+                    .entry(time)
+                    .or_default()
+                    .extend(batches.flat_map(|batch| batch.drain(..)).map(|(_, p)| p));
+            });
+            let mut results_session = results_out.activate();
+            let mut reports_session = reports_out.activate();
+            let mut packets_session = packets_out.activate();
+            let mut executor = executor.borrow_mut();
+            loop {
+                let round_end = round_cap.as_ref().map(|cap| *cap.time());
+                if data_frontier.is_empty() && data.first_time().is_none() && arrivals.is_empty() {
+                    // No more records: nothing left to balance.
+                    round_cap = None;
+                    packet_cap = None;
+                    break;
+                }
+                let next = [data.first_time().copied(), arrivals.keys().next().copied(), round_end]
+                    .into_iter()
+                    .flatten()
+                    .min();
+                let Some(time) = next else { break };
+                let complete = !data_frontier.less_equal(&time)
+                    && !plan_frontier.less_equal(&time)
+                    && !state_frontier.less_equal(&time);
+                if !complete {
+                    break;
+                }
+                let arrived = arrivals.remove(&time).unwrap_or_default();
+                let mut held = None;
+                data.drain_while(|pending| *pending == time, |cap, records| held = Some((cap, records)));
+                match held {
+                    Some((cap, records)) => {
+                        let mut session = results_session.session(&cap);
+                        executor.epoch(time, arrived, records, &mut |output| session.give(output));
+                    }
+                    None => executor.epoch(time, arrived, Vec::new(), &mut |_| {}),
+                }
+                if Some(time) == round_end {
+                    debug_assert!(executor.ends_round(time));
+                    let cap = round_cap.as_mut().expect("held until the input ends");
+                    reports_session.session(&*cap).give(executor.end_round(time));
+                    if let Some(update) = updates.remove(&(time + 1)) {
+                        let leaving = executor.apply_update(time, &update).unwrap_or_else(|error| {
+                            panic!("cannot apply the plan update for epoch {}: {error}", time + 1)
+                        });
+                        packets_session
+                            .session(packet_cap.as_ref().expect("held with the round capability"))
+                            .give_iterator(leaving.into_iter());
+                    }
+                    cap.downgrade(&(time + round));
+                    if let Some(cap) = packet_cap.as_mut() {
+                        cap.downgrade(&(time + round));
+                    }
+                }
+            }
+            *figures.borrow_mut() = executor.figures().clone();
+        }
+    });
+    (results, reports, packets)
+}

@@ -1,0 +1,178 @@
+//! The router: holds each epoch's records until the plan for it is final,
+//! then tags them with their partitions under that plan (a point with its
+//! one partition, a query or removal with every partition it overlaps, by
+//! Algorithm 1) for the [`SwarmPact`](super::pact::SwarmPact).
+//!
+//! Registrations and removals reach the router of their query's home worker
+//! (chosen by the query id), which remembers each active query's rectangle:
+//! a removal names only the id, and is routed like the query it removes.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use serde::{Deserialize, Serialize};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::{Exchange, Pipeline};
+use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
+use timely::dataflow::operators::generic::OutputBuilder;
+use timely::dataflow::operators::vec::Partition;
+use timely::dataflow::StreamVec;
+use timely::progress::Antichain;
+use timely::ExchangeData;
+
+use crate::common::hash::splitmix64;
+use crate::common::stash::TimeStash;
+
+use super::app::{Point, Query};
+use super::geometry::{OutOfBounds, Rect};
+use super::ids::PartitionId;
+use super::plan::{PlanHistory, PlanUpdate};
+use super::record::{Item, Record};
+
+/// A record on its way to one partition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) enum Routed<P, Q> {
+    Point(Point<P>),
+    Query(Query<Q>),
+    /// A removal, with the rectangle its query was registered with.
+    Removal {
+        id: u64,
+        rect: Rect,
+    },
+}
+
+/// A routed record of application `S`, with its partition.
+pub(crate) type RoutedTo<S> = (
+    PartitionId,
+    Routed<<S as super::app::PartitionState>::Point, <S as super::app::PartitionState>::Query>,
+);
+
+/// What the routers refused, counted on each worker.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Refused {
+    /// Registrations of an id that was already active (the first stays).
+    pub duplicate_queries: u64,
+    /// Removals of an id that was not active.
+    pub unknown_removals: u64,
+}
+
+/// A registration or removal at its home router.
+type Directed<P, Q> = Item<P, Q>;
+
+/// Builds the routers over `records`, with the plan from `plan`, kept in
+/// `history` (shared with the pact); refusals are counted in `refused`.
+pub(crate) fn route<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>(
+    records: StreamVec<'scope, u64, Record<P, Q>>,
+    plan: StreamVec<'scope, u64, PlanUpdate>,
+    history: Rc<RefCell<PlanHistory>>,
+    refused: Rc<RefCell<Refused>>,
+) -> StreamVec<'scope, u64, (PartitionId, Routed<P, Q>)> {
+    let mut parts = records
+        .partition(2, |record| match record.into_item() {
+            Item::Point(point) => (0, Item::Point(point)),
+            other => (1, other),
+        })
+        .into_iter();
+    let (points, queries) = (parts.next().expect("two parts"), parts.next().expect("two parts"));
+    let mut builder = OperatorBuilder::new("SwarmRouter".to_owned(), points.scope());
+    let mut points_in = builder.new_input(points, Pipeline);
+    let mut queries_in = builder.new_input(
+        queries,
+        Exchange::new(|item: &Directed<P, Q>| match item {
+            Item::Query(query) => splitmix64(query.id),
+            Item::Removal(id) => splitmix64(*id),
+            Item::Point(point) => splitmix64(point.id),
+        }),
+    );
+    // Plan updates never cause output at their own time: no connection, so
+    // the router's output frontier follows its records alone.
+    let mut plan_in = builder.new_input(plan, Pipeline);
+    let (routed_out, routed) = builder.new_output_connection::<Vec<(PartitionId, Routed<P, Q>)>, _>([
+        (0, Antichain::from_elem(0)),
+        (1, Antichain::from_elem(0)),
+    ]);
+    let mut routed_out =
+        OutputBuilder::<_, CapacityContainerBuilder<Vec<(PartitionId, Routed<P, Q>)>>>::from(routed_out);
+    builder.build(move |_caps| {
+        let mut stash: TimeStash<u64, Vec<Directed<P, Q>>> = TimeStash::default();
+        let mut active: HashMap<u64, Rect> = HashMap::new();
+        move |frontiers| {
+            let (points_frontier, queries_frontier, plan_frontier) = (&frontiers[0], &frontiers[1], &frontiers[2]);
+            points_in.for_each_stamp(|cap, batches| {
+                if let Some(held) = stash.at(&cap) {
+                    batches.for_each(|batch| held.append(batch));
+                }
+            });
+            queries_in.for_each_stamp(|cap, batches| {
+                if let Some(held) = stash.at(&cap) {
+                    batches.for_each(|batch| held.append(batch));
+                }
+            });
+            plan_in.for_each_stamp(|_, batches| {
+                let mut history = history.borrow_mut();
+                for update in batches.flat_map(|batch| batch.drain(..)) {
+                    history
+                        .install(&update)
+                        .expect("the coordinator sends only updates that apply");
+                }
+            });
+            let mut output = routed_out.activate();
+            // An epoch is routed once its plan is final and all its
+            // registrations and removals are here (registrations first).
+            let complete = |time: &u64| !plan_frontier.less_equal(time) && !queries_frontier.less_equal(time);
+            stash.drain_while(complete, |cap, mut held| {
+                let history = history.borrow();
+                let plan = history.at(*cap.time());
+                let grid = plan.grid();
+                let mut session = output.session(&cap);
+                held.sort_by_key(|item| match item {
+                    Item::Query(_) => 0,
+                    Item::Removal(_) => 1,
+                    Item::Point(_) => 2,
+                });
+                let mut refused = refused.borrow_mut();
+                for item in held {
+                    let (rect, routed) = match item {
+                        Item::Point(point) => {
+                            let (partition, _) = plan
+                                .route_point(point.x, point.y, OutOfBounds::Clamp)
+                                .expect("points are finite by construction");
+                            session.give((partition, Routed::Point(point)));
+                            continue;
+                        }
+                        Item::Query(query) => {
+                            if active.contains_key(&query.id) {
+                                refused.duplicate_queries += 1;
+                                continue;
+                            }
+                            active.insert(query.id, query.rect);
+                            (query.rect, Routed::Query(query))
+                        }
+                        Item::Removal(id) => match active.remove(&id) {
+                            Some(rect) => (rect, Routed::Removal { id, rect }),
+                            None => {
+                                refused.unknown_removals += 1;
+                                continue;
+                            }
+                        },
+                    };
+                    let cells = super::app::query_cells_of(grid, &rect);
+                    for partition in plan.partitions_overlapping(&cells) {
+                        session.give((partition, routed.clone()));
+                    }
+                }
+            });
+            // Versions older than every record still to come or held are done.
+            let oldest = [points_frontier, queries_frontier]
+                .into_iter()
+                .filter_map(|frontier| frontier.frontier().first().copied())
+                .chain(stash.first_time().copied())
+                .min();
+            if let Some(oldest) = oldest {
+                history.borrow_mut().forget_before(oldest);
+            }
+        }
+    });
+    routed
+}
