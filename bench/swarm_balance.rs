@@ -93,6 +93,7 @@ fn main() {
                 batch: 1000,
                 round: 2,
                 merge_every: 10,
+                split_gain: Some(0.2),
                 work_per_check: Duration::from_secs_f64(c.work_us / 1e6),
                 policy: c.policy,
                 max_in_flight: 4,

@@ -68,6 +68,11 @@ struct Args {
     /// Merge adjacent partitions every this many rounds.
     #[arg(long, default_value_t = 10)]
     merge_every: u64,
+    /// SWARM also splits a partition in place when a split cuts its work by
+    /// this share, and merges neighbours that cost little together; `off`:
+    /// the paper's behaviour (split only to move load, merge all).
+    #[arg(long, default_value = "0.2")]
+    split_gain: String,
     /// Busy work per point–query check, in microseconds.
     #[arg(long, default_value_t = 0.0)]
     work_us: f64,
@@ -123,6 +128,19 @@ fn parse_policy(text: &str, decision: DecisionSpec) -> Result<PolicySpec, Error>
     }
 }
 
+fn parse_split_gain(text: &str) -> Result<Option<f64>, Error> {
+    match text {
+        "off" => Ok(None),
+        _ => match text.parse::<f64>() {
+            Ok(gain) if gain.is_finite() && gain > 0.0 => Ok(Some(gain)),
+            _ => Err(Error::invalid(
+                "--split-gain",
+                format!("`{text}`: expected a share > 0 or off"),
+            )),
+        },
+    }
+}
+
 fn run(args: Args) -> Result<(), Error> {
     let work = check_work_us(args.work_us)?;
     let grid = parse_grid(&args.grid, parse_bounds(&args.bounds)?)?;
@@ -149,6 +167,7 @@ fn run(args: Args) -> Result<(), Error> {
         batch: args.batch,
         round: args.round,
         merge_every: args.merge_every,
+        split_gain: parse_split_gain(&args.split_gain)?,
         work_per_check: work,
         policy,
         max_in_flight: args.max_in_flight,

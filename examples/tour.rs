@@ -136,6 +136,7 @@ fn swarm_part(args: &Args) -> Result<(), equipoise::common::Error> {
             batch: 1000,
             round: 2,
             merge_every: 10,
+            split_gain: Some(0.2),
             work_per_check: Duration::from_secs_f64(args.check_us / 1e6),
             policy,
             max_in_flight: 4,

@@ -462,8 +462,8 @@ proptest! {
             }
         }
         for (owner, mint) in mints.iter_mut().enumerate() {
-            let all: Vec<_> = index.partitions().iter().map(|(&id, p)| (id, p.rect, p.owner)).collect();
-            for change in plan_merges(all, owner, mint) {
+            let all: Vec<_> = index.partitions().iter().map(|(&id, p)| (id, p.rect, p.owner, ())).collect();
+            for change in plan_merges(all, owner, mint, |_, _| Some(())) {
                 let PlanChange::Merge { first, second, .. } = change else { unreachable!() };
                 prop_assert_eq!(index.info(first).unwrap().owner, owner);
                 prop_assert_eq!(index.info(second).unwrap().owner, owner);

@@ -37,6 +37,7 @@ fn run(input: &Arc<SpatialInput>, policy: PolicySpec, workers: usize) -> Spatial
         batch: 200,
         round: 2,
         merge_every: 3,
+        split_gain: Some(0.2),
         work_per_check: Duration::ZERO,
         policy,
         max_in_flight: 3,
@@ -178,7 +179,11 @@ fn bad_spatial_input_is_named_or_skipped() {
     for (flag, value, expected) in [
         ("--bounds", "0,0,1", "expected four numbers"),
         ("--grid", "8by8", "expected C1xC2"),
-        ("--policy", "dynamic", "expected swarm, static, static:<k> or forced:<seed>"),
+        (
+            "--policy",
+            "dynamic",
+            "expected swarm, static, static:<k> or forced:<seed>",
+        ),
         ("--decision", "threshold:0.5", "not a number ≥ 1"),
     ] {
         let out = run_example("spatial", &[flag, value, "--points", "10"]);

@@ -23,8 +23,9 @@ pub struct RoundReport {
     pub worker: usize,
     /// Num(C(m)) and R(m).
     pub load: WorkerLoad,
-    /// Merges of its own partitions (every M rounds, else empty).
-    pub merges: Vec<PlanChange>,
+    /// Changes to its own partitions: splits in place that cut work, and
+    /// merges (every M rounds).
+    pub local: Vec<PlanChange>,
 }
 
 /// A request to a worker to shed load toward `low_worker`.
@@ -92,7 +93,7 @@ pub struct Coordinator {
     margin: f64,
     plan_lag: u64,
     last_round: Instant,
-    pending_merges: Vec<PlanChange>,
+    pending_local: Vec<(usize, PlanChange)>,
     forced: Option<PlanChange>,
     orders: Orders,
 }
@@ -110,7 +111,7 @@ impl Coordinator {
             margin: 0.05,
             plan_lag,
             last_round: Instant::now(),
-            pending_merges: Vec::new(),
+            pending_local: Vec::new(),
             forced: None,
             orders: Orders::default(),
         }
@@ -125,13 +126,16 @@ impl Coordinator {
     /// returns the reduction requests to send, by worker.
     pub fn round_end(&mut self, mut reports: Vec<RoundReport>) -> Vec<(usize, ReductionAsk)> {
         reports.sort_by_key(|report| report.worker);
-        self.pending_merges = reports.iter_mut().flat_map(|report| report.merges.drain(..)).collect();
+        self.pending_local = reports
+            .iter_mut()
+            .flat_map(|report| report.local.drain(..).map(|change| (report.worker, change)))
+            .collect();
         let loads: Vec<WorkerLoad> = reports.iter().map(|report| report.load).collect();
         let elapsed = self.last_round.elapsed().as_secs_f64().max(1e-9);
         self.last_round = Instant::now();
         match &mut self.policy {
             Policy::Static => {
-                self.pending_merges.clear();
+                self.pending_local.clear();
                 Vec::new()
             }
             Policy::Forced(rng) => {
@@ -178,7 +182,9 @@ impl Coordinator {
     /// Concludes the round that ended at epoch `time`: the first proposal in
     /// rank order that changes something (the most loaded worker's, else the
     /// next one's, as if asked in turn), or the forced change, plus the
-    /// workers' merges that touch none of its partitions.
+    /// workers' changes to their own partitions that touch none of its
+    /// partitions (and that still own them: a worker reports from a plan
+    /// that may lag the coordinator's).
     pub fn conclude(&mut self, time: u64, mut proposals: Vec<(usize, Vec<PlanChange>)>) -> PlanUpdate {
         proposals.sort_by_key(|(rank, _)| *rank);
         let mut changes: Vec<PlanChange> = match self.forced.take() {
@@ -189,14 +195,21 @@ impl Coordinator {
                 .find(|changes| !changes.is_empty())
                 .unwrap_or_default(),
         };
-        let busy: Vec<PartitionId> = changes.iter().flat_map(touched).collect();
+        let busy: Vec<PartitionId> = changes.iter().flat_map(PlanChange::touched).collect();
         if !changes.is_empty() {
             self.orders.rebalanced += 1;
         }
+        let index = &self.index;
         changes.extend(
-            self.pending_merges
+            self.pending_local
                 .drain(..)
-                .filter(|merge| touched(merge).iter().all(|id| !busy.contains(id))),
+                .filter(|(worker, change)| {
+                    change
+                        .touched()
+                        .iter()
+                        .all(|id| !busy.contains(id) && index.info(*id).is_some_and(|info| info.owner == *worker))
+                })
+                .map(|(_, change)| change),
         );
         // Keep only what applies, in order, to the coordinator's plan; the
         // workers apply the same list to theirs.
@@ -214,13 +227,5 @@ impl Coordinator {
             self.orders.changed_at.push(effective);
         }
         PlanUpdate { effective, changes }
-    }
-}
-
-/// The partitions a change reads or replaces.
-fn touched(change: &PlanChange) -> Vec<PartitionId> {
-    match *change {
-        PlanChange::Move { id, .. } | PlanChange::Split { id, .. } => vec![id],
-        PlanChange::Merge { first, second, .. } => vec![first, second],
     }
 }

@@ -10,6 +10,7 @@ use crate::common::Error;
 use super::app::PartitionState;
 use super::coordinator::{ReductionAsk, RoundReport};
 use super::cost::CostModel;
+use super::ids::PartitionId;
 use super::index::PlanChange;
 use super::plan::PlanUpdate;
 use super::router::{Routed, RoutedTo};
@@ -38,14 +39,24 @@ pub(crate) struct Executor<S, M> {
     model: M,
     round: u64,
     merge_every: u64,
+    split_gain: Option<f64>,
     work: BusyWork,
     figures: ExecutorFigures,
 }
 
 impl<S: PartitionState, M: CostModel> Executor<S, M> {
     /// An executor over `store`, with rounds of `round` epochs, merges every
-    /// `merge_every` rounds, costs by `model` and `work` spent per check.
-    pub(crate) fn new(store: Store<S>, model: M, round: u64, merge_every: u64, work: BusyWork) -> Self {
+    /// `merge_every` rounds, splits in place by `split_gain` (see
+    /// [`SwarmConfig`](super::SwarmConfig)), costs by `model` and `work`
+    /// spent per check.
+    pub(crate) fn new(
+        store: Store<S>,
+        model: M,
+        round: u64,
+        merge_every: u64,
+        split_gain: Option<f64>,
+        work: BusyWork,
+    ) -> Self {
         let figures = ExecutorFigures {
             partitions_held: store.partitions().len() as u64,
             ..ExecutorFigures::default()
@@ -55,6 +66,7 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
             model,
             round: round.max(1),
             merge_every: merge_every.max(1),
+            split_gain,
             work,
             figures,
         }
@@ -111,19 +123,23 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
     }
 
     /// Ends the round that `time` closes (Algorithm 2 on every partition):
-    /// the report for the coordinator, with this worker's merges every
-    /// `merge_every` rounds.
+    /// the report for the coordinator, with the splits in place that cut
+    /// work (under a `split_gain`) and, every `merge_every` rounds, merges.
     pub(crate) fn end_round(&mut self, time: u64) -> RoundReport {
         let load = self.store.end_round(&self.model);
-        let merges = if (time / self.round + 1).is_multiple_of(self.merge_every) {
-            self.store.plan_merges()
-        } else {
-            Vec::new()
+        let mut local = match self.split_gain {
+            Some(gain) => self.store.plan_refinement(&self.model, gain),
+            None => Vec::new(),
         };
+        if (time / self.round + 1).is_multiple_of(self.merge_every) {
+            let splitting: Vec<PartitionId> = local.iter().flat_map(PlanChange::touched).collect();
+            let merges = self.store.plan_merges(&self.model, self.split_gain, &splitting);
+            local.extend(merges);
+        }
         RoundReport {
             worker: self.store.me(),
             load,
-            merges,
+            local,
         }
     }
 

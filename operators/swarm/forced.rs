@@ -46,8 +46,8 @@ pub fn random_change(rng: &mut impl Rng, index: &GlobalIndex, workers: usize, mi
             })
         }
         _ => {
-            let all = index.partitions().iter().map(|(&id, p)| (id, p.rect, p.owner));
-            plan_merges(all, info.owner, mint).into_iter().next()
+            let all = index.partitions().iter().map(|(&id, p)| (id, p.rect, p.owner, ()));
+            plan_merges(all, info.owner, mint, |_, _| Some(())).into_iter().next()
         }
     }
 }

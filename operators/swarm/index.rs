@@ -97,6 +97,16 @@ struct Slot {
     rect: CellRect,
 }
 
+impl PlanChange {
+    /// The partitions the change reads or replaces.
+    pub fn touched(&self) -> Vec<PartitionId> {
+        match *self {
+            PlanChange::Move { id, .. } | PlanChange::Split { id, .. } => vec![id],
+            PlanChange::Merge { first, second, .. } => vec![first, second],
+        }
+    }
+}
+
 /// Cell → partition → owner, for one grid.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GlobalIndex {

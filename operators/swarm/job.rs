@@ -152,6 +152,8 @@ pub struct SpatialJob {
     pub round: u64,
     /// Merge adjacent partitions every this many rounds.
     pub merge_every: u64,
+    /// SWARM's split gain (see `SwarmConfig::split_gain`).
+    pub split_gain: Option<f64>,
     /// Busy work per point–query check (calibrated on an idle core).
     pub work_per_check: Duration,
     /// The plan's policy.
@@ -273,6 +275,7 @@ fn run_worker(worker: &mut timely::worker::Worker, job: &SpatialJob) -> WorkerFi
         initial: job.policy.initial(),
         round: job.round,
         merge_every: job.merge_every,
+        split_gain: job.split_gain,
         work_per_check: BusyWork::new(job.work_per_check),
         ..SwarmConfig::new(job.grid.clone())
     };

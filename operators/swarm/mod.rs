@@ -62,6 +62,7 @@ pub mod decision;
 pub(crate) mod executor;
 pub mod forced;
 pub mod geometry;
+pub mod granularity;
 pub mod ids;
 pub mod index;
 pub mod input;

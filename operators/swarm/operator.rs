@@ -75,6 +75,12 @@ pub struct SwarmConfig<M = RangeQueryCost> {
     pub round: u64,
     /// Merge each worker's adjacent partitions every this many rounds (at least 1).
     pub merge_every: u64,
+    /// Choosing the granularity (ours): with `Some(gain)`, each worker also
+    /// splits a partition in place when a split cuts its work by at least
+    /// `gain` (a share), and merges neighbours whose union adds little work.
+    /// `None` is the paper's behaviour: splits only to move load, and every
+    /// mergeable pair merged every `merge_every` rounds.
+    pub split_gain: Option<f64>,
     /// The cost model the executors, the reductions and so the coordinator use.
     pub cost: M,
     /// Busy work per point–query check (zero but in experiments).
@@ -92,6 +98,7 @@ impl SwarmConfig {
             initial: InitialPlan::OnePerWorker,
             round: 2,
             merge_every: 10,
+            split_gain: Some(0.2),
             cost: RangeQueryCost::default(),
             work_per_check: BusyWork::default(),
         }
@@ -107,6 +114,7 @@ impl<M> SwarmConfig<M> {
             initial: self.initial,
             round: self.round,
             merge_every: self.merge_every,
+            split_gain: self.split_gain,
             cost,
             work_per_check: self.work_per_check,
         }
@@ -128,6 +136,12 @@ impl<M> SwarmConfig<M> {
         }
         if self.merge_every == 0 {
             return Err(Error::invalid("SWARM merge_every", "0 rounds: must be at least 1"));
+        }
+        if let Some(gain) = self.split_gain.filter(|gain| !(gain.is_finite() && *gain > 0.0)) {
+            return Err(Error::invalid(
+                "SWARM split_gain",
+                format!("{gain}: must be a share > 0"),
+            ));
         }
         Ok(())
     }
@@ -216,6 +230,7 @@ impl<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone> Swarm<'scope, P, 
             config.cost.clone(),
             round,
             config.merge_every,
+            config.split_gain,
             config.work_per_check,
         )));
         let coordinator = Coordinator::new(

@@ -52,6 +52,21 @@ pub struct Totals {
     pub rq: f64,
 }
 
+impl std::ops::Add for Totals {
+    type Output = Totals;
+
+    /// The figures of two partitions together, counting a query held by
+    /// both twice.
+    fn add(self, other: Totals) -> Totals {
+        Totals {
+            n: self.n + other.n,
+            q: self.q + other.q,
+            rn: self.rn + other.rn,
+            rq: self.rq + other.rq,
+        }
+    }
+}
+
 /// When a stored query arrived, relative to the round-end updates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum QueryAge {

@@ -10,8 +10,9 @@ use crate::common::Error;
 use super::app::{query_cells_of, PartitionState};
 use super::cost::{CostModel, WorkerLoad};
 use super::geometry::{Cell, CellRect, OutOfBounds, Rect};
+use super::granularity::{best_split, cheap_merge};
 use super::ids::{IdMint, PartitionId};
-use super::index::{GlobalIndex, PlanChange};
+use super::index::{GlobalIndex, PlanChange, SplitLine};
 use super::merge::plan_merges;
 use super::plan::PlanUpdate;
 use super::rebalance::{plan_reduction, Candidate, Reduction, ReductionRequest};
@@ -146,14 +147,55 @@ impl<S: PartitionState> Store<S> {
         WorkerLoad::of(model, &totals)
     }
 
-    /// The merges of this worker's adjacent partitions whose union is a rectangle.
-    pub fn plan_merges(&mut self) -> Vec<PlanChange> {
+    /// The mean work of the partitions held: the floor below which
+    /// [`granularity`](super::granularity) leaves partitions alone.
+    fn mean_work(&self, model: &dyn CostModel) -> f64 {
+        let total: f64 = self.partitions.values().map(|p| model.work(&p.stats.totals())).sum();
+        total / self.partitions.len().max(1) as f64
+    }
+
+    /// Splits of this worker's partitions, staying here, that cut their work
+    /// by at least `gain` (see [`best_split`]).
+    pub fn plan_refinement(&mut self, model: &dyn CostModel, gain: f64) -> Vec<PlanChange> {
+        let floor = self.mean_work(model);
+        let mut splits: Vec<(PartitionId, SplitLine)> = self
+            .partitions
+            .iter()
+            .filter_map(|(&id, p)| best_split(model, &p.stats, floor, gain).map(|(line, _)| (id, line)))
+            .collect();
+        splits.sort_by_key(|(id, _)| *id);
+        splits
+            .into_iter()
+            .map(|(id, line)| PlanChange::Split {
+                id,
+                line,
+                first: (self.mint.mint(), self.me),
+                second: (self.mint.mint(), self.me),
+            })
+            .collect()
+    }
+
+    /// Merges of this worker's adjacent partitions (but those in `except`)
+    /// whose union is a rectangle: all of them with no `gain`, else those
+    /// that add little work (see [`cheap_merge`]).
+    pub fn plan_merges(&mut self, model: &dyn CostModel, gain: Option<f64>, except: &[PartitionId]) -> Vec<PlanChange> {
+        let floor = self.mean_work(model);
         let all = self
             .index
             .partitions()
             .iter()
-            .map(|(&id, info)| (id, info.rect, info.owner));
-        plan_merges(all, self.me, &mut self.mint)
+            .filter(|(id, _)| !except.contains(id))
+            .map(|(&id, info)| {
+                let totals = self.partitions.get(&id).map(|p| p.stats.totals());
+                (id, info.rect, info.owner, totals)
+            });
+        plan_merges(all, self.me, &mut self.mint, |a, b| {
+            let (a, b) = (a.as_ref()?, b.as_ref()?);
+            match gain {
+                Some(gain) => cheap_merge(model, a, b, floor, gain).map(Some),
+                None => Some(Some(*a + *b)),
+            }
+        })
     }
 
     /// This worker's answer to a reduction request (Algorithm 3), as plan

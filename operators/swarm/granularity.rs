@@ -1,0 +1,109 @@
+//! Choosing the size of partitions (ours; see `docs/swarm.md`). The cost
+//! Num(C(p)) = RN·Q + RQ·N + α(RN + RQ) says when a partition is too coarse:
+//! a split lowers Q for the points of each part (and N for its new queries),
+//! at the price of the queries that span both parts, and the split
+//! arithmetic gives both parts' figures from the statistics alone. So a
+//! worker splits its own partitions where a split cuts the work, and merges
+//! neighbours where a merge adds little, whatever the balance.
+
+use super::cost::CostModel;
+use super::index::{Axis, SplitLine};
+use super::stats::{PartitionStats, Totals};
+
+/// The split of a partition with statistics `stats` that cuts its work the
+/// most, and the work it saves, if that is at least `gain` × max(its work,
+/// `floor`). `floor` (the worker's mean partition work) keeps cold
+/// partitions whole.
+pub fn best_split(model: &dyn CostModel, stats: &PartitionStats, floor: f64, gain: f64) -> Option<(SplitLine, f64)> {
+    let whole = model.work(&stats.totals());
+    let mut best: Option<(SplitLine, f64)> = None;
+    for axis in [Axis::Rows, Axis::Columns] {
+        let lines = match axis {
+            Axis::Rows => stats.rows().len(),
+            Axis::Columns => stats.cols().len(),
+        } as u32;
+        for after in 0..lines.saturating_sub(1) {
+            let (a, b) = stats.split_totals(axis, after);
+            let saved = whole - model.work(&a) - model.work(&b);
+            if best.is_none_or(|(_, most)| saved > most) {
+                best = Some((SplitLine { axis, after }, saved));
+            }
+        }
+    }
+    best.filter(|&(_, saved)| saved > 0.0 && saved >= gain * whole.max(floor))
+}
+
+/// The figures of two neighbours merged, if the merge adds at most
+/// `gain / 2` × max(their work, `floor`) (half the split threshold, so that
+/// a merge never undoes a split that paid). The merged query counts assume
+/// no query is shared, which overstates the merged work: merges err on the
+/// side of staying apart.
+pub fn cheap_merge(model: &dyn CostModel, a: &Totals, b: &Totals, floor: f64, gain: f64) -> Option<Totals> {
+    let merged = *a + *b;
+    let apart = model.work(a) + model.work(b);
+    let added = model.work(&merged) - apart;
+    (added <= gain / 2.0 * apart.max(floor)).then_some(merged)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::swarm::cost::RangeQueryCost;
+    use crate::swarm::geometry::{Cell, CellRect};
+
+    /// A 1 × 8 strip: points in the left half, queries one per column.
+    fn strip(points_right: u32) -> PartitionStats {
+        let mut stats = PartitionStats::new(1, 8);
+        for col in 0..8 {
+            stats.record_query(&CellRect {
+                row0: 0,
+                col0: col,
+                row1: 0,
+                col1: col,
+            });
+        }
+        for i in 0..400 {
+            let col = if i % 100 < points_right { 4 + i % 4 } else { i % 4 };
+            stats.record_point(Cell { row: 0, col });
+        }
+        stats.end_round();
+        stats
+    }
+
+    #[test]
+    fn a_split_where_it_cuts_the_work_and_none_where_it_cannot() {
+        let model = RangeQueryCost::default();
+        // Points on the left, queries everywhere: cutting off the right half
+        // halves the queries each point meets.
+        let (line, saved) = best_split(&model, &strip(0), 0.0, 0.2).expect("a split pays");
+        assert_eq!(line.axis, Axis::Columns);
+        let whole = model.work(&strip(0).totals());
+        assert!(saved >= 0.2 * whole, "{saved} of {whole}");
+        // A single cell has no line.
+        let mut cell = PartitionStats::new(1, 1);
+        cell.record_point(Cell { row: 0, col: 0 });
+        cell.end_round();
+        assert_eq!(best_split(&model, &cell, 0.0, 0.2), None);
+        // A cold partition stays whole under a high floor.
+        assert_eq!(best_split(&model, &strip(0), 1e12, 0.2), None);
+    }
+
+    #[test]
+    fn merges_join_cold_neighbours_but_not_hot_ones() {
+        let model = RangeQueryCost::default();
+        let cold = Totals {
+            n: 1.0,
+            q: 3.0,
+            rn: 0.0,
+            rq: 0.0,
+        };
+        assert!(cheap_merge(&model, &cold, &cold, 100.0, 0.2).is_some());
+        let hot = Totals {
+            n: 500.0,
+            q: 40.0,
+            rn: 500.0,
+            rq: 10.0,
+        };
+        assert_eq!(cheap_merge(&model, &hot, &hot, 100.0, 0.2), None);
+    }
+}
