@@ -1,7 +1,8 @@
-//! SWARM vs static partitioning on the moving hotspot, the cost of
-//! migrations, and the overhead on a steady uniform workload.
+//! SWARM against the best of a family of fine static plans, on a moving
+//! hotspot and on uniform data, the cost of migrations, and balance at 8 and
+//! 16 workers.
 //!
-//! `cargo bench --bench swarm_balance -- [--points N] [--queries N] [--rounds R]`
+//! `cargo bench --bench swarm_balance -- [--points N] [--queries N] [--work-us X] [--rounds R] [--scale]`
 //!
 //! Every configuration runs once per round, in rotating order, so machine
 //! noise hits all alike; the tables show, per configuration, the run with
@@ -13,7 +14,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use equipoise::common::cluster::ClusterArgs;
-use equipoise::common::median::median_by;
+use equipoise::common::median::{median_by, spread};
 use equipoise::swarm::geometry::{Grid, Rect};
 use equipoise::swarm::input::SpatialInput;
 use equipoise::swarm::job::{run_spatial, DecisionSpec, PolicySpec, SpatialJob, SpatialReport};
@@ -25,11 +26,14 @@ struct Args {
     points: u64,
     #[arg(long, default_value_t = 4_000)]
     queries: u64,
-    /// Busy work per point–query check for the throughput runs, µs.
+    /// Busy work per point–query check, µs.
     #[arg(long, default_value_t = 0.02)]
     work_us: f64,
     #[arg(long, default_value_t = 3)]
     rounds: usize,
+    /// Also run SWARM on the hotspot at 8 and 16 workers.
+    #[arg(long)]
+    scale: bool,
     /// cargo bench passes --bench; accepted and ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -37,49 +41,64 @@ struct Args {
 
 #[derive(Clone)]
 struct Config {
-    label: &'static str,
+    workload: &'static str,
     input: Arc<SpatialInput>,
     policy: PolicySpec,
     workers: usize,
-    work_us: f64,
+}
+
+const STATIC_K: [usize; 4] = [1, 4, 16, 64];
+
+fn label(policy: &PolicySpec) -> String {
+    match policy {
+        PolicySpec::Swarm(decision) => format!("swarm ({decision})"),
+        other => other.to_string(),
+    }
 }
 
 fn main() {
     let args = Args::parse();
     let grid = Grid::new(Rect::new(0.0, 0.0, 1000.0, 1000.0).unwrap(), 64, 64).unwrap();
-    let hotspot = Arc::new(
-        Hotspots {
-            points: args.points,
-            queries: args.queries,
-            ..Hotspots::default()
-        }
-        .generate(&grid),
-    );
-    let uniform = Arc::new(
-        Hotspots {
-            points: args.points,
-            queries: args.queries,
-            concentration: 0.0,
-            ..Hotspots::default()
-        }
-        .generate(&grid),
-    );
-    let paper = PolicySpec::Swarm(DecisionSpec::Paper);
-    let threshold = PolicySpec::Swarm(DecisionSpec::Threshold(1.2));
+    let workload = |concentration: f64| {
+        Arc::new(
+            Hotspots {
+                points: args.points,
+                queries: args.queries,
+                concentration,
+                ..Hotspots::default()
+            }
+            .generate(&grid),
+        )
+    };
+    let (hotspot, uniform) = (workload(0.9), workload(0.0));
+    let swarms = [
+        PolicySpec::Swarm(DecisionSpec::Paper),
+        PolicySpec::Swarm(DecisionSpec::Threshold(1.2)),
+    ];
     let mut configs = Vec::new();
-    for (label, input, workers, work_us) in [
-        ("hotspot, 4 workers", &hotspot, 4, 0.0),
-        ("hotspot, 2 workers", &hotspot, 2, args.work_us),
-        ("uniform, 2 workers", &uniform, 2, args.work_us),
-    ] {
-        for policy in [PolicySpec::Static, paper, threshold] {
-            configs.push(Config {
-                label,
-                input: Arc::clone(input),
-                policy,
-                workers,
-                work_us,
-            });
+    for (name, input) in [("hotspot", &hotspot), ("uniform", &uniform)] {
+        for workers in [2, 4] {
+            let policies = STATIC_K.iter().map(|&k| PolicySpec::StaticBlocks(k)).chain(swarms);
+            for policy in policies {
+                configs.push(Config {
+                    workload: name,
+                    input: Arc::clone(input),
+                    policy,
+                    workers,
+                });
+            }
+        }
+    }
+    if args.scale {
+        for workers in [8, 16] {
+            for policy in [PolicySpec::StaticBlocks(64)].into_iter().chain(swarms) {
+                configs.push(Config {
+                    workload: "hotspot",
+                    input: Arc::clone(&hotspot),
+                    policy,
+                    workers,
+                });
+            }
         }
     }
     let mut runs: Vec<Vec<SpatialReport>> = vec![Vec::new(); configs.len()];
@@ -94,7 +113,7 @@ fn main() {
                 round: 2,
                 merge_every: 10,
                 split_gain: Some(0.2),
-                work_per_check: Duration::from_secs_f64(c.work_us / 1e6),
+                work_per_check: Duration::from_secs_f64(args.work_us / 1e6),
                 policy: c.policy,
                 max_in_flight: 4,
                 progress: false,
@@ -103,38 +122,43 @@ fn main() {
         }
     }
     for (c, reports) in configs.iter().zip(&runs) {
-        let reference = if Arc::ptr_eq(&c.input, &hotspot) {
-            &runs[0][0]
-        } else {
-            &runs[runs.len() - 3][0]
-        };
+        let reference = configs
+            .iter()
+            .position(|other| Arc::ptr_eq(&other.input, &c.input))
+            .expect("itself");
         assert!(
-            reports.iter().all(|r| r.matches_digest == reference.matches_digest),
-            "{}: results differ",
-            c.label
+            reports
+                .iter()
+                .all(|r| r.matches_digest == runs[reference][0].matches_digest),
+            "{} {}: results differ",
+            c.workload,
+            label(&c.policy)
         );
     }
+    let spreads: Vec<(f64, f64, f64)> = runs
+        .iter()
+        .map(|reports| spread(reports.iter().map(|r| r.points_per_s).collect()))
+        .collect();
     let medians: Vec<SpatialReport> = runs
         .into_iter()
         .map(|reports| median_by(reports, |r| r.points_per_s))
         .collect();
     println!(
-        "SWARM vs static: {} points, {} queries, 64 x 64 grid, epochs of 1000 lines, rounds of 2 epochs, {} rounds (median run shown)",
-        args.points, args.queries, args.rounds
+        "SWARM vs static plans of k blocks per worker: {} points, {} queries, 64 x 64 grid, epochs of 1000 lines, rounds of 2 epochs, {} µs per check, {} rounds (median run shown, points/s range in brackets)",
+        args.points, args.queries, args.work_us, args.rounds
     );
-    println!("| workload | policy | work µs/check | points/s | p50 ms | p99 ms | max/mean checks | checks (M) | rebalanced rounds | moves / splits / merges | partitions moved | KiB moved |");
+    println!("| workload | workers | policy | points/s | p50 ms | p99 ms | max/mean checks | checks (M) | rebalanced rounds | moves / splits / merges | partitions at the end | KiB moved |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
-    for (c, r) in configs.iter().zip(&medians) {
+    for ((c, r), (low, _, high)) in configs.iter().zip(&medians).zip(&spreads) {
         let m = &r.migrations;
         println!(
-            "| {} | {} | {} | {:.0} | {:.1} | {:.1} | {:.3} | {:.1} | {} of {} | {} / {} / {} | {} | {:.0} |",
-            c.label,
-            match c.policy {
-                PolicySpec::Swarm(decision) => format!("swarm ({decision})"),
-                other => other.to_string(),
-            },
-            c.work_us,
+            "| {} | {} | {} | {:.0} [{:.0}–{:.0}] | {:.1} | {:.1} | {:.3} | {:.1} | {} of {} | {} / {} / {} | {} | {:.0} |",
+            c.workload,
+            c.workers,
+            label(&c.policy),
             r.points_per_s,
+            low,
+            high,
             r.latency_ms.p50,
             r.latency_ms.p99,
             r.max_over_mean_work,
@@ -144,24 +168,28 @@ fn main() {
             m.moves,
             m.splits,
             m.merges,
-            m.partitions_moved,
+            r.partitions_final,
             m.bytes_moved as f64 / 1024.0
         );
     }
     println!();
     println!("Migration cost (epochs within one epoch of a plan change taking effect vs the rest):");
-    println!("| workload | policy | around changes p99 / max ms | steady p99 / max ms | KiB per moved partition |");
-    println!("|---|---|---|---|---|");
+    println!(
+        "| workload | workers | policy | around changes p99 / max ms | steady p99 / max ms | KiB per moved partition |"
+    );
+    println!("|---|---|---|---|---|---|");
     for (c, r) in configs.iter().zip(&medians) {
-        if let PolicySpec::Swarm(decision) = c.policy {
+        if let PolicySpec::Swarm(_) = c.policy {
             let per = if r.migrations.partitions_moved > 0 {
                 r.migrations.bytes_moved as f64 / 1024.0 / r.migrations.partitions_moved as f64
             } else {
                 0.0
             };
             println!(
-                "| {} | swarm ({decision}) | {:.1} / {:.1} | {:.1} / {:.1} | {per:.1} |",
-                c.label,
+                "| {} | {} | {} | {:.1} / {:.1} | {:.1} / {:.1} | {per:.1} |",
+                c.workload,
+                c.workers,
+                label(&c.policy),
                 r.latency_around_changes_ms.p99,
                 r.latency_around_changes_ms.max,
                 r.latency_steady_ms.p99,
@@ -170,17 +198,34 @@ fn main() {
         }
     }
     println!();
-    for (label, base) in [("hotspot, 2 workers", 3), ("uniform, 2 workers", 6)] {
-        let s = &medians[base];
-        for offset in [1, 2] {
-            let w = &medians[base + offset];
-            println!(
-                "{label}: {} points/s = {:.2}x static's, p99 {:.1} ms vs {:.1} ms",
-                w.decision,
-                w.points_per_s / s.points_per_s,
-                w.latency_ms.p99,
-                s.latency_ms.p99
-            );
+    println!("SWARM against the best static plan (k in {STATIC_K:?}) of the same workload and workers:");
+    println!(
+        "| workload | workers | best static | policy | points/s ratio | p99 ms (vs best static) | max/mean checks |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for (i, c) in configs.iter().enumerate() {
+        if !matches!(c.policy, PolicySpec::Swarm(_)) {
+            continue;
         }
+        let best = configs
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| {
+                matches!(s.policy, PolicySpec::StaticBlocks(_)) && s.workload == c.workload && s.workers == c.workers
+            })
+            .max_by(|(a, _), (b, _)| medians[*a].points_per_s.total_cmp(&medians[*b].points_per_s));
+        let Some((b, s)) = best else { continue };
+        let (w, st) = (&medians[i], &medians[b]);
+        println!(
+            "| {} | {} | {} | {} | {:.2} | {:.1} ({:.1}) | {:.3} |",
+            c.workload,
+            c.workers,
+            s.policy,
+            label(&c.policy),
+            w.points_per_s / st.points_per_s,
+            w.latency_ms.p99,
+            st.latency_ms.p99,
+            w.max_over_mean_work
+        );
     }
 }

@@ -47,7 +47,8 @@ struct Args {
     /// Read records from FILE instead of generating them.
     #[arg(long, value_name = "FILE", conflicts_with = "workload")]
     input: Option<PathBuf>,
-    /// The synthetic workload: `hotspot` (points and queries around hotspots that move).
+    /// The synthetic workload: `hotspot` (points and queries around hotspots
+    /// that move) or `uniform` (the same counts spread evenly).
     #[arg(long, default_value = "hotspot")]
     workload: String,
     /// Synthetic points.
@@ -147,17 +148,18 @@ fn run(args: Args) -> Result<(), Error> {
     let policy = parse_policy(&args.policy, args.decision)?;
     let input = match &args.input {
         Some(path) => read_spatial(path, &grid, args.on_error)?,
-        None if args.workload == "hotspot" => Hotspots {
+        None if args.workload == "hotspot" || args.workload == "uniform" => Hotspots {
             points: args.points,
             queries: args.queries,
             seed: args.seed,
+            concentration: if args.workload == "uniform" { 0.0 } else { 0.9 },
             ..Hotspots::default()
         }
         .generate(&grid),
         None => {
             return Err(Error::invalid(
                 "--workload",
-                format!("`{}`: expected hotspot", args.workload),
+                format!("`{}`: expected hotspot or uniform", args.workload),
             ))
         }
     };

@@ -92,7 +92,7 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
             self.store.install(packet);
         }
         let round = time / self.round;
-        records.sort_by_key(|(_, record)| match record {
+        records.sort_by_key(|(_, _, record)| match record {
             Routed::Query(_) => 0,
             Routed::Removal { .. } => 1,
             Routed::Point(_) => 2,
@@ -104,7 +104,7 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
             emit(output)
         };
         let mut points = false;
-        for (partition, record) in records {
+        for (_, partition, record) in records {
             points |= matches!(record, Routed::Point(_));
             let checks = self.store.apply(partition, record, round, &mut counted);
             self.work.repeat(checks);

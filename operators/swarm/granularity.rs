@@ -10,12 +10,24 @@ use super::cost::CostModel;
 use super::index::{Axis, SplitLine};
 use super::stats::{PartitionStats, Totals};
 
+/// The figures with the points of a round smoothed: N decays by half each
+/// round, so N/2 is the mean of the recent rounds' RN. A single round's RN
+/// is too noisy to size partitions by: a partition that saw no point in one
+/// round would merge, and split again in the next.
+pub(crate) fn smoothed(t: Totals) -> Totals {
+    Totals { rn: t.n / 2.0, ..t }
+}
+
 /// The split of a partition with statistics `stats` that cuts its work the
 /// most, and the work it saves, if that is at least `gain` × max(its work,
 /// `floor`). `floor` (the worker's mean partition work) keeps cold
 /// partitions whole.
 pub fn best_split(model: &dyn CostModel, stats: &PartitionStats, floor: f64, gain: f64) -> Option<(SplitLine, f64)> {
-    let whole = model.work(&stats.totals());
+    let whole = model.work(&smoothed(stats.totals()));
+    if whole < gain * floor {
+        // No split saves more than the whole.
+        return None;
+    }
     let mut best: Option<(SplitLine, f64)> = None;
     for axis in [Axis::Rows, Axis::Columns] {
         let lines = match axis {
@@ -24,7 +36,7 @@ pub fn best_split(model: &dyn CostModel, stats: &PartitionStats, floor: f64, gai
         } as u32;
         for after in 0..lines.saturating_sub(1) {
             let (a, b) = stats.split_totals(axis, after);
-            let saved = whole - model.work(&a) - model.work(&b);
+            let saved = whole - model.work(&smoothed(a)) - model.work(&smoothed(b));
             if best.is_none_or(|(_, most)| saved > most) {
                 best = Some((SplitLine { axis, after }, saved));
             }
@@ -40,8 +52,8 @@ pub fn best_split(model: &dyn CostModel, stats: &PartitionStats, floor: f64, gai
 /// side of staying apart.
 pub fn cheap_merge(model: &dyn CostModel, a: &Totals, b: &Totals, floor: f64, gain: f64) -> Option<Totals> {
     let merged = *a + *b;
-    let apart = model.work(a) + model.work(b);
-    let added = model.work(&merged) - apart;
+    let apart = model.work(&smoothed(*a)) + model.work(&smoothed(*b));
+    let added = model.work(&smoothed(merged)) - apart;
     (added <= gain / 2.0 * apart.max(floor)).then_some(merged)
 }
 

@@ -69,7 +69,6 @@ pub mod input;
 pub mod job;
 pub mod merge;
 pub(crate) mod operator;
-pub(crate) mod pact;
 pub mod plan;
 pub mod rebalance;
 pub(crate) mod record;

@@ -5,8 +5,8 @@
 //! `docs/swarm.md`):
 //! - the **router** holds the records of epoch `t` until the plan for `t`
 //!   is final, then tags each with its partitions;
-//! - the [`SwarmPact`] sends each tagged record to its partition's owner
-//!   under the plan valid at `t`;
+//! - an exchange by owner delivers each tagged record to its partition's
+//!   owner under the plan valid at `t`;
 //! - the **executor** processes epoch `t` once its data, plan and state
 //!   inputs have all passed `t` (arrived partitions, then registrations,
 //!   removals, points), emitting the points' results at `t`. Every `round`
@@ -43,8 +43,7 @@ use super::executor::{Executor, ExecutorFigures};
 use super::geometry::{Grid, OutOfBounds};
 use super::ids::IdMint;
 use super::index::GlobalIndex;
-use super::pact::SwarmPact;
-use super::plan::{PlanHistory, PlanUpdate};
+use super::plan::PlanUpdate;
 use super::record::Record;
 use super::router::{route, Refused, RoutedTo};
 use super::store::{PartitionPacket, Store};
@@ -240,19 +239,17 @@ impl<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone> Swarm<'scope, P, 
             workers,
             round,
         );
-        let history = Rc::new(RefCell::new(PlanHistory::new(initial)));
         let figures = Rc::new(RefCell::new(ExecutorFigures::default()));
         let refused = Rc::new(RefCell::new(Refused::default()));
         let orders = Rc::new(RefCell::new(Orders::default()));
 
         let (plan_handle, plan_stream) = scope.feedback::<Vec<PlanUpdate>>(round);
         let (state_handle, state_stream) = scope.feedback::<Vec<Packet<S>>>(1);
-        let routed = route(self, plan_stream.clone(), Rc::clone(&history), Rc::clone(&refused));
+        let routed = route(self, plan_stream.clone(), initial, Rc::clone(&refused));
         let (results, reports, packets) = execute(
             routed,
             plan_stream,
             state_stream,
-            SwarmPact::new(history),
             Rc::clone(&executor),
             Rc::clone(&figures),
             round,
@@ -286,7 +283,6 @@ fn execute<'scope, S: PartitionState, M: CostModel + 'static>(
     routed: StreamVec<'scope, u64, RoutedTo<S>>,
     plan: StreamVec<'scope, u64, PlanUpdate>,
     state: StreamVec<'scope, u64, Packet<S>>,
-    pact: SwarmPact,
     executor: Rc<RefCell<Executor<S, M>>>,
     figures: Rc<RefCell<ExecutorFigures>>,
     round: u64,
@@ -296,7 +292,7 @@ fn execute<'scope, S: PartitionState, M: CostModel + 'static>(
     StreamVec<'scope, u64, Packet<S>>,
 ) {
     let mut builder = OperatorBuilder::new("SwarmExecutor".to_owned(), routed.scope());
-    let mut data_in = builder.new_input(routed, pact);
+    let mut data_in = builder.new_input(routed, Exchange::new(|(owner, _, _): &RoutedTo<S>| *owner as u64));
     let mut plan_in = builder.new_input(plan, Pipeline);
     let mut state_in = builder.new_input(state, Exchange::new(|(to, _): &(usize, PartitionPacket<S>)| *to as u64));
     // The results first: the data stash's capabilities are for output 0.

@@ -1,7 +1,10 @@
 //! The router: holds each epoch's records until the plan for it is final,
 //! then tags them with their partitions under that plan (a point with its
 //! one partition, a query or removal with every partition it overlaps, by
-//! Algorithm 1) for the [`SwarmPact`](super::pact::SwarmPact).
+//! Algorithm 1) and its partition's owner under that plan, which an
+//! exchange by owner then delivers. (A pact may not change the number of
+//! records, as timely's progress tracking counts them at both ends, so the
+//! copies of a query are made here.)
 //!
 //! Registrations and removals reach the router of their query's home worker
 //! (chosen by the query id), which remembers each active query's rectangle:
@@ -27,6 +30,7 @@ use crate::common::stash::TimeStash;
 use super::app::{Point, Query};
 use super::geometry::{OutOfBounds, Rect};
 use super::ids::PartitionId;
+use super::index::GlobalIndex;
 use super::plan::{PlanHistory, PlanUpdate};
 use super::record::{Item, Record};
 
@@ -42,8 +46,9 @@ pub(crate) enum Routed<P, Q> {
     },
 }
 
-/// A routed record of application `S`, with its partition.
+/// A routed record of application `S`, with its partition's owner and the partition.
 pub(crate) type RoutedTo<S> = (
+    usize,
     PartitionId,
     Routed<<S as super::app::PartitionState>::Point, <S as super::app::PartitionState>::Query>,
 );
@@ -60,14 +65,15 @@ pub struct Refused {
 /// A registration or removal at its home router.
 type Directed<P, Q> = Item<P, Q>;
 
-/// Builds the routers over `records`, with the plan from `plan`, kept in
-/// `history` (shared with the pact); refusals are counted in `refused`.
+/// Builds the routers over `records`, with the plan starting from `initial`
+/// and changed by `plan`; refusals are counted in `refused`.
 pub(crate) fn route<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>(
     records: StreamVec<'scope, u64, Record<P, Q>>,
     plan: StreamVec<'scope, u64, PlanUpdate>,
-    history: Rc<RefCell<PlanHistory>>,
+    initial: GlobalIndex,
     refused: Rc<RefCell<Refused>>,
-) -> StreamVec<'scope, u64, (PartitionId, Routed<P, Q>)> {
+) -> StreamVec<'scope, u64, (usize, PartitionId, Routed<P, Q>)> {
+    let mut history = PlanHistory::new(initial);
     let mut parts = records
         .partition(2, |record| match record.into_item() {
             Item::Point(point) => (0, Item::Point(point)),
@@ -88,12 +94,12 @@ pub(crate) fn route<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>(
     // Plan updates never cause output at their own time: no connection, so
     // the router's output frontier follows its records alone.
     let mut plan_in = builder.new_input(plan, Pipeline);
-    let (routed_out, routed) = builder.new_output_connection::<Vec<(PartitionId, Routed<P, Q>)>, _>([
+    let (routed_out, routed) = builder.new_output_connection::<Vec<(usize, PartitionId, Routed<P, Q>)>, _>([
         (0, Antichain::from_elem(0)),
         (1, Antichain::from_elem(0)),
     ]);
     let mut routed_out =
-        OutputBuilder::<_, CapacityContainerBuilder<Vec<(PartitionId, Routed<P, Q>)>>>::from(routed_out);
+        OutputBuilder::<_, CapacityContainerBuilder<Vec<(usize, PartitionId, Routed<P, Q>)>>>::from(routed_out);
     builder.build(move |_caps| {
         let mut stash: TimeStash<u64, Vec<Directed<P, Q>>> = TimeStash::default();
         let mut active: HashMap<u64, Rect> = HashMap::new();
@@ -110,7 +116,6 @@ pub(crate) fn route<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>(
                 }
             });
             plan_in.for_each_stamp(|_, batches| {
-                let mut history = history.borrow_mut();
                 for update in batches.flat_map(|batch| batch.drain(..)) {
                     history
                         .install(&update)
@@ -122,7 +127,6 @@ pub(crate) fn route<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>(
             // registrations and removals are here (registrations first).
             let complete = |time: &u64| !plan_frontier.less_equal(time) && !queries_frontier.less_equal(time);
             stash.drain_while(complete, |cap, mut held| {
-                let history = history.borrow();
                 let plan = history.at(*cap.time());
                 let grid = plan.grid();
                 let mut session = output.session(&cap);
@@ -135,10 +139,10 @@ pub(crate) fn route<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>(
                 for item in held {
                     let (rect, routed) = match item {
                         Item::Point(point) => {
-                            let (partition, _) = plan
+                            let (partition, owner) = plan
                                 .route_point(point.x, point.y, OutOfBounds::Clamp)
                                 .expect("points are finite by construction");
-                            session.give((partition, Routed::Point(point)));
+                            session.give((owner, partition, Routed::Point(point)));
                             continue;
                         }
                         Item::Query(query) => {
@@ -159,7 +163,8 @@ pub(crate) fn route<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>(
                     };
                     let cells = super::app::query_cells_of(grid, &rect);
                     for partition in plan.partitions_overlapping(&cells) {
-                        session.give((partition, routed.clone()));
+                        let owner = plan.info(partition).expect("listed by the plan").owner;
+                        session.give((owner, partition, routed.clone()));
                     }
                 }
             });
@@ -170,7 +175,7 @@ pub(crate) fn route<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>(
                 .chain(stash.first_time().copied())
                 .min();
             if let Some(oldest) = oldest {
-                history.borrow_mut().forget_before(oldest);
+                history.forget_before(oldest);
             }
         }
     });

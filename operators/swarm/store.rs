@@ -1,7 +1,7 @@
 //! A worker's partitions: their application state and statistics, how
 //! records update them, and how plan changes split, merge and move them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -10,7 +10,7 @@ use crate::common::Error;
 use super::app::{query_cells_of, PartitionState};
 use super::cost::{CostModel, WorkerLoad};
 use super::geometry::{Cell, CellRect, OutOfBounds, Rect};
-use super::granularity::{best_split, cheap_merge};
+use super::granularity::{best_split, cheap_merge, smoothed};
 use super::ids::{IdMint, PartitionId};
 use super::index::{GlobalIndex, PlanChange, SplitLine};
 use super::merge::plan_merges;
@@ -150,7 +150,11 @@ impl<S: PartitionState> Store<S> {
     /// The mean work of the partitions held: the floor below which
     /// [`granularity`](super::granularity) leaves partitions alone.
     fn mean_work(&self, model: &dyn CostModel) -> f64 {
-        let total: f64 = self.partitions.values().map(|p| model.work(&p.stats.totals())).sum();
+        let total: f64 = self
+            .partitions
+            .values()
+            .map(|p| model.work(&smoothed(p.stats.totals())))
+            .sum();
         total / self.partitions.len().max(1) as f64
     }
 
@@ -180,6 +184,7 @@ impl<S: PartitionState> Store<S> {
     /// that add little work (see [`cheap_merge`]).
     pub fn plan_merges(&mut self, model: &dyn CostModel, gain: Option<f64>, except: &[PartitionId]) -> Vec<PlanChange> {
         let floor = self.mean_work(model);
+        let except: HashSet<PartitionId> = except.iter().copied().collect();
         let all = self
             .index
             .partitions()
