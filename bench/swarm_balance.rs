@@ -19,6 +19,7 @@ use equipoise::swarm::geometry::{Grid, Rect};
 use equipoise::swarm::input::SpatialInput;
 use equipoise::swarm::job::{run_spatial, DecisionSpec, PolicySpec, SpatialJob, SpatialReport};
 use equipoise::swarm::workload::Hotspots;
+use equipoise::swarm::RangeQueries;
 
 #[derive(Parser, Debug)]
 struct Args {
@@ -118,7 +119,11 @@ fn main() {
                 max_in_flight: 4,
                 progress: false,
             };
-            runs[index].push(run_spatial(job, &ClusterArgs::threads(c.workers)).unwrap().unwrap());
+            runs[index].push(
+                run_spatial::<RangeQueries>(job, &ClusterArgs::threads(c.workers))
+                    .unwrap()
+                    .unwrap(),
+            );
         }
     }
     for (c, reports) in configs.iter().zip(&runs) {

@@ -25,6 +25,7 @@ use equipoise::swarm::geometry::{Grid, Rect};
 use equipoise::swarm::input::read_spatial;
 use equipoise::swarm::job::{run_spatial, DecisionSpec, PolicySpec, SpatialJob, SpatialReport};
 use equipoise::swarm::workload::Hotspots;
+use equipoise::swarm::RangeQueries;
 
 /// Continuous range queries over a point stream, balanced by SWARM.
 #[derive(Parser, Debug)]
@@ -175,7 +176,7 @@ fn run(args: Args) -> Result<(), Error> {
         max_in_flight: args.max_in_flight,
         progress: !args.quiet,
     };
-    if let Some(report) = run_spatial(job, &args.cluster)? {
+    if let Some(report) = run_spatial::<RangeQueries>(job, &args.cluster)? {
         print_summary(&report);
         if let Some(path) = &args.report {
             write_report(path, &report)?;

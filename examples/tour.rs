@@ -27,6 +27,7 @@ use equipoise::shed::shedder::ShedMode;
 use equipoise::swarm::geometry::{Grid, Rect};
 use equipoise::swarm::job::{run_spatial, DecisionSpec, PolicySpec, SpatialJob};
 use equipoise::swarm::workload::Hotspots;
+use equipoise::swarm::RangeQueries;
 
 /// The equipoise tour.
 #[derive(Parser, Debug)]
@@ -142,7 +143,7 @@ fn swarm_part(args: &Args) -> Result<(), equipoise::common::Error> {
             max_in_flight: 4,
             progress: false,
         };
-        let Some(r) = run_spatial(job, &ClusterArgs::threads(args.workers))? else {
+        let Some(r) = run_spatial::<RangeQueries>(job, &ClusterArgs::threads(args.workers))? else {
             continue;
         };
         println!(

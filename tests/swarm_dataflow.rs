@@ -1,16 +1,27 @@
-//! SWARM running in timely: the matches equal a brute-force evaluation and a
-//! single static worker, at 1-4 workers, under static, SWARM and forced
-//! migration schedules.
+//! SWARM running in timely: the matches, taken from its output stream,
+//! equal a brute-force evaluation and a single static worker, at 1-4
+//! workers, under static, SWARM and forced migration schedules, for both
+//! built-in applications; a custom cost model changes the decisions.
 
-use std::sync::Arc;
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use equipoise::common::cluster::ClusterArgs;
-use equipoise::swarm::geometry::{Grid, Rect};
+use equipoise::common::gather::gather_at_first_worker;
 use equipoise::swarm::input::SpatialInput;
-use equipoise::swarm::job::{brute_force_matches, run_spatial, DecisionSpec, PolicySpec, SpatialJob, SpatialReport};
+use equipoise::swarm::job::{
+    brute_force, brute_force_matches, run_spatial, DecisionSpec, PolicySpec, SpatialJob, SpatialReport,
+};
+use equipoise::swarm::stats::Totals;
 use equipoise::swarm::workload::Hotspots;
+use equipoise::swarm::{
+    CostModel, Grid, Match, Orders, PartitionState, RangeQueries, RangeQueryCost, Rect, SpatioTextual, Swarm,
+};
 use support::{report, run_example, run_two_processes, scratch};
+use timely::dataflow::operators::{Input, Inspect};
+use timely::dataflow::InputHandle;
 
 mod support;
 
@@ -30,8 +41,23 @@ fn workload(seed: u64, points: u64, queries: u64) -> Arc<SpatialInput> {
     )
 }
 
-fn run(input: &Arc<SpatialInput>, policy: PolicySpec, workers: usize) -> SpatialReport {
-    let job = SpatialJob {
+fn run<S: PartitionState<Output = Match>>(
+    input: &Arc<SpatialInput<S::Point, S::Query>>,
+    policy: PolicySpec,
+    workers: usize,
+) -> SpatialReport
+where
+    S::Point: Sync,
+    S::Query: Sync,
+{
+    let job = SpatialJob { policy, ..job(input) };
+    run_spatial::<S>(job, &ClusterArgs::threads(workers))
+        .unwrap()
+        .expect("worker 0 is here")
+}
+
+fn job<P, Q>(input: &Arc<SpatialInput<P, Q>>) -> SpatialJob<P, Q> {
+    SpatialJob {
         grid: grid(),
         input: Arc::clone(input),
         batch: 200,
@@ -39,13 +65,10 @@ fn run(input: &Arc<SpatialInput>, policy: PolicySpec, workers: usize) -> Spatial
         merge_every: 3,
         split_gain: Some(0.2),
         work_per_check: Duration::ZERO,
-        policy,
+        policy: PolicySpec::Static,
         max_in_flight: 3,
         progress: false,
-    };
-    run_spatial(job, &ClusterArgs::threads(workers))
-        .unwrap()
-        .expect("worker 0 is here")
+    }
 }
 
 #[test]
@@ -60,7 +83,7 @@ fn matches_equal_brute_force_under_every_policy_and_worker_count() {
                 PolicySpec::Swarm(DecisionSpec::Threshold(1.1)),
                 PolicySpec::Forced(seed),
             ] {
-                let report = run(&input, policy, workers);
+                let report = run::<RangeQueries>(&input, policy, workers);
                 assert_eq!(
                     (report.matches, report.matches_digest),
                     (matches, digest),
@@ -77,6 +100,131 @@ fn matches_equal_brute_force_under_every_policy_and_worker_count() {
             }
         }
     }
+}
+
+fn policies(seed: u64) -> [PolicySpec; 4] {
+    [
+        PolicySpec::Static,
+        PolicySpec::StaticBlocks(4),
+        PolicySpec::Swarm(DecisionSpec::Threshold(1.1)),
+        PolicySpec::Forced(seed),
+    ]
+}
+
+#[test]
+fn spatio_textual_matches_equal_brute_force_under_every_policy_and_worker_count() {
+    for seed in 0..2 {
+        let input = Arc::new(
+            Hotspots {
+                points: 6000,
+                queries: 300,
+                seed,
+                ..Hotspots::default()
+            }
+            .generate_textual(&grid(), 8),
+        );
+        let reference = brute_force(&input, 200, |query, point| {
+            query.rect.contains(point.x, point.y) && query.data.subset_of(&point.data)
+        });
+        let spatial_only = brute_force(&input, 200, |query, point| query.rect.contains(point.x, point.y));
+        assert!(
+            reference.0 > 0 && reference.0 < spatial_only.0,
+            "keywords must matter: {reference:?} vs {spatial_only:?}"
+        );
+        for workers in 1..=4 {
+            for policy in policies(seed) {
+                let report = run::<SpatioTextual>(&input, policy, workers);
+                assert_eq!(
+                    (report.matches, report.matches_digest),
+                    reference,
+                    "{policy} at {workers} workers, seed {seed}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn fine_static_plans_match_brute_force() {
+    let input = workload(5, 6000, 150);
+    let reference = brute_force_matches(&input, 200);
+    for workers in 1..=4 {
+        for k in [1, 4, 16] {
+            let report = run::<RangeQueries>(&input, PolicySpec::StaticBlocks(k), workers);
+            assert_eq!(
+                (report.matches, report.matches_digest),
+                reference,
+                "static:{k} at {workers}"
+            );
+            assert_eq!(report.partitions_final, (k * workers) as u64);
+        }
+    }
+}
+
+/// Every partition costs the same, whatever its load.
+#[derive(Clone)]
+struct Flat;
+
+impl CostModel for Flat {
+    fn work(&self, _: &Totals) -> f64 {
+        1.0
+    }
+}
+
+/// What the coordinator ordered, and the matches, with cost model `cost`.
+fn orders_under(
+    cost: impl CostModel + Clone + Send + Sync + 'static,
+    input: &Arc<SpatialInput>,
+) -> (Orders, (u64, u64)) {
+    let job = SpatialJob {
+        policy: PolicySpec::Swarm(DecisionSpec::Threshold(1.1)),
+        ..job(input)
+    };
+    let result = Arc::new(Mutex::new(None));
+    let slot = Arc::clone(&result);
+    timely::execute(timely::Config::process(2), move |worker| {
+        let mut input = InputHandle::new();
+        let seen = Rc::new(Cell::new((0u64, 0u64)));
+        let sink = Rc::clone(&seen);
+        let config = job.config().with_cost(cost.clone());
+        let handles = worker.dataflow::<u64, _, _>(|scope| {
+            let (matches, handles) = scope
+                .input_from(&mut input)
+                .swarm::<RangeQueries>(&config, job.policy())
+                .unwrap();
+            matches.inspect(move |m: &Match| {
+                let (count, digest) = sink.get();
+                sink.set((count + 1, digest.wrapping_add(m.digest())));
+            });
+            handles
+        });
+        job.feed(worker, input, &handles.probe);
+        let orders = handles.orders.borrow().clone();
+        let gathered = gather_at_first_worker(worker, seen.get());
+        if worker.index() == 0 {
+            let total = gathered.iter().fold((0u64, 0u64), |(c, d), &(count, digest)| {
+                (c + count, d.wrapping_add(digest))
+            });
+            *slot.lock().unwrap() = Some((orders, total));
+        }
+    })
+    .unwrap();
+    let outcome = result.lock().unwrap().take().unwrap();
+    outcome
+}
+
+#[test]
+fn the_configured_cost_model_makes_the_decisions() {
+    let input = workload(3, 20_000, 300);
+    let reference = brute_force_matches(&input, 200);
+    let (default, matches) = orders_under(RangeQueryCost::default(), &input);
+    assert_eq!(matches, reference);
+    assert!(default.splits > 0 && default.moves > 0, "{default:?}");
+    // Under a flat cost every worker holds the same cost and no split pays:
+    // nothing is split or moved, and the matches are the same.
+    let (flat, matches) = orders_under(Flat, &input);
+    assert_eq!(matches, reference);
+    assert_eq!((flat.splits, flat.moves, flat.rebalanced), (0, 0, 0), "{flat:?}");
 }
 
 #[test]

@@ -15,27 +15,44 @@ pub trait CostModel {
     fn received(&self, totals: &Totals) -> f64 {
         totals.rn + totals.rq
     }
+
+    /// The work of keeping one partition for a round (its statistics, its
+    /// share of planning and routing), in the units of [`work`](Self::work):
+    /// a split must save more than this to pay.
+    fn upkeep(&self) -> f64 {
+        0.0
+    }
 }
 
 /// Continuous range queries: every new point is checked against the
 /// partition's queries and every new query against its points, plus a
 /// handling cost α per new object:
-/// Num(C(p)) = RN·Q + RQ·N + α·(RN + RQ).
+/// Num(C(p)) = RN·Q + RQ·N + α·(RN + RQ); keeping a partition for a round
+/// costs `upkeep` checks.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RangeQueryCost {
     /// Cost of handling one new object, in point–query checks.
     pub alpha: f64,
+    /// Cost of keeping one partition for a round, in point–query checks.
+    pub upkeep: f64,
 }
 
 impl Default for RangeQueryCost {
     fn default() -> Self {
-        RangeQueryCost { alpha: 1.0 }
+        RangeQueryCost {
+            alpha: 1.0,
+            upkeep: 32.0,
+        }
     }
 }
 
 impl CostModel for RangeQueryCost {
     fn work(&self, t: &Totals) -> f64 {
         t.rn * t.q + t.rq * t.n + self.alpha * (t.rn + t.rq)
+    }
+
+    fn upkeep(&self) -> f64 {
+        self.upkeep
     }
 }
 

@@ -166,3 +166,113 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
         Ok(leaving)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::swarm::app::{Match, Point, Query, RangeQueries};
+    use crate::swarm::cost::RangeQueryCost;
+    use crate::swarm::geometry::{Grid, OutOfBounds, Rect};
+    use crate::swarm::ids::IdMint;
+    use crate::swarm::index::GlobalIndex;
+
+    fn executors() -> (GlobalIndex, Vec<Executor<RangeQueries, RangeQueryCost>>) {
+        let grid = Grid::new(Rect::new(0.0, 0.0, 10.0, 10.0).unwrap(), 4, 4).unwrap();
+        let (index, base) = GlobalIndex::initial(grid, 2).unwrap();
+        let executors = (0..2)
+            .map(|me| {
+                let store = Store::new(me, index.clone(), IdMint::new(base, me, 3));
+                Executor::new(store, RangeQueryCost::default(), 2, 10, None, BusyWork::default())
+            })
+            .collect();
+        (index, executors)
+    }
+
+    /// A record routed as the router would route it under `index`.
+    fn routed(index: &GlobalIndex, record: Routed<(), ()>) -> Vec<(usize, PartitionId, Routed<(), ()>)> {
+        let grid = index.grid();
+        match &record {
+            Routed::Point(p) => {
+                let (id, owner) = index.route_point(p.x, p.y, OutOfBounds::Reject).unwrap();
+                vec![(owner, id, record)]
+            }
+            Routed::Query(Query { rect, .. }) | Routed::Removal { rect, .. } => {
+                let cells = grid.cells_of(rect, OutOfBounds::Reject).unwrap();
+                let ids = index.partitions_overlapping(&cells);
+                ids.into_iter()
+                    .map(|id| (index.info(id).unwrap().owner, id, record.clone()))
+                    .collect()
+            }
+        }
+    }
+
+    /// Runs one epoch on both executors, each given what is routed to it.
+    fn epoch(
+        executors: &mut [Executor<RangeQueries, RangeQueryCost>],
+        time: u64,
+        records: Vec<(usize, PartitionId, Routed<(), ()>)>,
+        arrivals: &mut [Vec<PartitionPacket<RangeQueries>>],
+    ) -> Vec<Match> {
+        let mut out = Vec::new();
+        for (me, executor) in executors.iter_mut().enumerate() {
+            let mine = records.iter().filter(|(owner, _, _)| *owner == me).cloned().collect();
+            executor.epoch(time, std::mem::take(&mut arrivals[me]), mine, &mut |m| out.push(m));
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn an_epoch_registers_removes_and_evaluates_in_order() {
+        let (index, mut executors) = executors();
+        let wide = Rect::new(1.0, 1.0, 9.0, 9.0).unwrap();
+        let mut arrivals = vec![Vec::new(), Vec::new()];
+        // A point of the same epoch as the registration is matched: queries first.
+        let mut records = routed(&index, Routed::Point(Point::new(5, 2.0, 8.0)));
+        records.extend(routed(&index, Routed::Query(Query::new(1, wide))));
+        let seen = epoch(&mut executors, 0, records, &mut arrivals);
+        assert_eq!(seen, vec![Match { query: 1, point: 5 }]);
+        // One point, checked against the one query its partition holds.
+        assert_eq!(executors.iter().map(|e| e.figures().checks).sum::<u64>(), 1);
+        let removal = Routed::Removal { id: 1, rect: wide };
+        let mut records = routed(&index, Routed::Point(Point::new(6, 8.0, 2.0)));
+        records.extend(routed(&index, removal));
+        assert_eq!(epoch(&mut executors, 1, records, &mut arrivals), vec![]);
+    }
+
+    #[test]
+    fn a_moved_partition_keeps_its_queries_at_its_new_owner() {
+        let (index, mut executors) = executors();
+        let mut arrivals = vec![Vec::new(), Vec::new()];
+        let query = Query::new(1, Rect::new(0.0, 0.0, 10.0, 10.0).unwrap());
+        epoch(&mut executors, 0, routed(&index, Routed::Query(query)), &mut arrivals);
+        // Worker 0 gives its partition to worker 1 from epoch 2 on.
+        let (&id, _) = index.partitions().iter().find(|(_, info)| info.owner == 0).unwrap();
+        let update = PlanUpdate {
+            effective: 2,
+            changes: vec![PlanChange::Move { id, to: 1 }],
+        };
+        assert!(executors[0].ends_round(1));
+        let report = executors[0].end_round(1);
+        assert_eq!(report.worker, 0);
+        for executor in executors.iter_mut() {
+            for (to, packet) in executor.apply_update(1, &update).unwrap() {
+                arrivals[to].push(packet);
+            }
+        }
+        assert_eq!(arrivals[1].len(), 1);
+        assert_eq!(executors[0].figures().partitions_held, 0);
+        let mut moved = index.clone();
+        moved.apply(&update.changes[0]).unwrap();
+        // A point in the moved partition now goes to worker 1, which matches it.
+        let x = index.info(id).unwrap().rect;
+        let (px, py) = (x.col0 as f64 * 2.5 + 0.1, x.row0 as f64 * 2.5 + 0.1);
+        let records = routed(&moved, Routed::Point(Point::new(9, px, py)));
+        assert!(records.iter().all(|(owner, _, _)| *owner == 1));
+        assert_eq!(
+            epoch(&mut executors, 2, records, &mut arrivals),
+            vec![Match { query: 1, point: 9 }]
+        );
+        assert_eq!(executors[1].figures().partitions_held, 2);
+    }
+}

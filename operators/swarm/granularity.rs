@@ -19,12 +19,13 @@ pub(crate) fn smoothed(t: Totals) -> Totals {
 }
 
 /// The split of a partition with statistics `stats` that cuts its work the
-/// most, and the work it saves, if that is at least `gain` × max(its work,
-/// `floor`). `floor` (the worker's mean partition work) keeps cold
-/// partitions whole.
+/// most, and the work it saves, if that, less the upkeep of one more
+/// partition, is at least `gain` × max(its work, `floor`). `floor` (the
+/// worker's mean partition work) keeps cold partitions whole.
 pub fn best_split(model: &dyn CostModel, stats: &PartitionStats, floor: f64, gain: f64) -> Option<(SplitLine, f64)> {
     let whole = model.work(&smoothed(stats.totals()));
-    if whole < gain * floor {
+    let needed = gain * whole.max(floor) + model.upkeep();
+    if whole < needed {
         // No split saves more than the whole.
         return None;
     }
@@ -42,19 +43,20 @@ pub fn best_split(model: &dyn CostModel, stats: &PartitionStats, floor: f64, gai
             }
         }
     }
-    best.filter(|&(_, saved)| saved > 0.0 && saved >= gain * whole.max(floor))
+    best.filter(|&(_, saved)| saved > 0.0 && saved >= needed)
 }
 
-/// The figures of two neighbours merged, if the merge adds at most
-/// `gain / 2` × max(their work, `floor`) (half the split threshold, so that
-/// a merge never undoes a split that paid). The merged query counts assume
+/// The figures of two neighbours merged, if the merge adds, less the upkeep
+/// of the partition it saves, at most `gain / 2` × max(their work, `floor`)
+/// (half the split threshold, so that a merge never undoes a split that
+/// paid). The merged query counts assume
 /// no query is shared, which overstates the merged work: merges err on the
 /// side of staying apart.
 pub fn cheap_merge(model: &dyn CostModel, a: &Totals, b: &Totals, floor: f64, gain: f64) -> Option<Totals> {
     let merged = *a + *b;
     let apart = model.work(&smoothed(*a)) + model.work(&smoothed(*b));
     let added = model.work(&smoothed(merged)) - apart;
-    (added <= gain / 2.0 * apart.max(floor)).then_some(merged)
+    (added - model.upkeep() <= gain / 2.0 * apart.max(floor)).then_some(merged)
 }
 
 #[cfg(test)]

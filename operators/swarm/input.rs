@@ -13,17 +13,17 @@ use super::record::{Item, Record};
 
 /// Validated input: each record with the index of its line (every line
 /// counts, so that the epoch of a record is `line / batch`).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SpatialInput {
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpatialInput<P = (), Q = ()> {
     /// Records in line order.
-    pub records: Vec<(u64, Record)>,
+    pub records: Vec<(u64, Record<P, Q>)>,
     /// Lines in all (comments and blanks included).
     pub lines: u64,
     /// Malformed lines skipped under [`OnError::Skip`].
     pub skipped_lines: usize,
 }
 
-impl SpatialInput {
+impl<P, Q> SpatialInput<P, Q> {
     /// Counts of (points, queries, removals).
     pub fn counts(&self) -> (u64, u64, u64) {
         self.records

@@ -12,23 +12,24 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
+use timely::container::CapacityContainerBuilder;
 use timely::dataflow::operators::vec::Input;
 use timely::dataflow::operators::Inspect;
-use timely::dataflow::InputHandle;
+use timely::dataflow::{InputHandle, ProbeHandle};
 
 use crate::common::cluster::ClusterArgs;
-use crate::common::driver::{drive_epochs, run_gathered};
+use crate::common::driver::{drive_epochs, run_gathered, EpochTimes};
 use crate::common::latency::LatencySummary;
 use crate::common::spin::BusyWork;
 use crate::common::Error;
 
-use super::app::{Match, Query, RangeQueries};
+use super::app::{Match, PartitionState, Point, Query};
 use super::coordinator::{Orders, Policy};
 use super::executor::ExecutorFigures;
 use super::geometry::Grid;
 use super::input::SpatialInput;
-use super::operator::{InitialPlan, Swarm, SwarmConfig};
-use super::record::Item;
+use super::operator::{InitialPlan, Swarm, SwarmConfig, SwarmHandles};
+use super::record::{Item, Record};
 use super::router::Refused;
 
 /// How the coordinator decides, for `--decision`.
@@ -141,11 +142,11 @@ impl fmt::Display for PolicySpec {
 
 /// Settings of one spatial run.
 #[derive(Debug, Clone)]
-pub struct SpatialJob {
+pub struct SpatialJob<P = (), Q = ()> {
     /// The space and its cells.
     pub grid: Grid,
     /// The validated records.
-    pub input: Arc<SpatialInput>,
+    pub input: Arc<SpatialInput<P, Q>>,
     /// Lines per epoch.
     pub batch: u64,
     /// Epochs per load-balancing round.
@@ -232,106 +233,159 @@ pub struct SpatialReport {
     pub skipped_lines: usize,
 }
 
+/// What one worker measured, gathered at worker 0 into the report.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct WorkerFigures {
-    executor: ExecutorFigures,
-    refused: Refused,
-    matches: u64,
-    digest: u64,
-    orders: Orders,
-    latencies_us: Vec<u64>,
-    elapsed_s: f64,
+pub struct WorkerFigures {
+    /// The executor's figures.
+    pub executor: ExecutorFigures,
+    /// What the router refused.
+    pub refused: Refused,
+    /// Matches seen on the output stream.
+    pub matches: u64,
+    /// Wrapping sum of their digests.
+    pub digest: u64,
+    /// What the coordinator ordered (on worker 0).
+    pub orders: Orders,
+    /// Completion latency of each epoch, µs.
+    pub latencies_us: Vec<u64>,
+    /// Seconds from the first record to the last result.
+    pub elapsed_s: f64,
 }
 
-/// Runs the job on the cluster `cluster` describes; the report comes back in
+impl WorkerFigures {
+    /// The figures of a worker whose SWARM had `handles`, whose output
+    /// stream held `matches` with digests summing to `digest`, and whose
+    /// epochs went as `times` says.
+    pub fn of(handles: &SwarmHandles, (matches, digest): (u64, u64), times: EpochTimes) -> Self {
+        WorkerFigures {
+            executor: handles.figures.borrow().clone(),
+            refused: *handles.refused.borrow(),
+            matches,
+            digest,
+            orders: handles.orders.borrow().clone(),
+            latencies_us: times.latencies_us,
+            elapsed_s: times.elapsed_s,
+        }
+    }
+}
+
+impl<P: Clone + 'static, Q: Clone + 'static> SpatialJob<P, Q> {
+    /// Checks the settings for a cluster of `workers` workers in all.
+    pub fn check(&self, workers: usize) -> Result<(), Error> {
+        if self.batch == 0 {
+            return Err(Error::invalid("--batch", "must be at least 1"));
+        }
+        if self.round == 0 {
+            return Err(Error::invalid("--round", "must be at least 1"));
+        }
+        if self.merge_every == 0 {
+            return Err(Error::invalid("--merge-every", "must be at least 1"));
+        }
+        if let PolicySpec::StaticBlocks(k) = self.policy {
+            super::index::GlobalIndex::blocks(self.grid.clone(), workers, k)
+                .map_err(|e| Error::invalid("--policy", e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// The SWARM configuration these settings ask for.
+    pub fn config(&self) -> SwarmConfig {
+        SwarmConfig {
+            initial: self.policy.initial(),
+            round: self.round,
+            merge_every: self.merge_every,
+            split_gain: self.split_gain,
+            work_per_check: BusyWork::new(self.work_per_check),
+            ..SwarmConfig::new(self.grid.clone())
+        }
+    }
+
+    /// The plan policy these settings ask for.
+    pub fn policy(&self) -> Policy {
+        self.policy.build()
+    }
+
+    /// Feeds this worker's share of the records (line `l` goes to worker
+    /// `l mod workers`), epoch by epoch, into `input` and runs until `probe`
+    /// is done: each epoch's completion latency.
+    pub fn feed(
+        &self,
+        worker: &mut timely::worker::Worker,
+        input: InputHandle<u64, CapacityContainerBuilder<Vec<Record<P, Q>>>>,
+        probe: &ProbeHandle<u64>,
+    ) -> EpochTimes {
+        let (index, peers) = (worker.index() as u64, worker.peers() as u64);
+        let records = &self.input.records;
+        let mut next = 0usize;
+        let epochs = self.input.lines.div_ceil(self.batch);
+        let progress = self.progress.then_some("spatial");
+        drive_epochs(
+            worker,
+            input,
+            probe,
+            epochs,
+            self.max_in_flight,
+            progress,
+            |epoch, input| {
+                let end = (epoch + 1) * self.batch;
+                while next < records.len() && records[next].0 < end {
+                    let (line, record) = &records[next];
+                    if line % peers == index {
+                        input.send(record.clone());
+                    }
+                    next += 1;
+                }
+            },
+        )
+    }
+
+    /// The report of a run on `processes` processes from every worker's figures.
+    pub fn assemble(&self, processes: usize, figures: Vec<WorkerFigures>) -> SpatialReport {
+        assemble(self, processes, figures)
+    }
+}
+
+/// Runs application `S` on the job on the cluster `cluster` describes (the
+/// matches counted from SWARM's output stream); the report comes back in
 /// the process hosting worker 0 (`None` elsewhere).
-pub fn run_spatial(job: SpatialJob, cluster: &ClusterArgs) -> Result<Option<SpatialReport>, Error> {
-    if job.batch == 0 {
-        return Err(Error::invalid("--batch", "must be at least 1"));
-    }
-    if job.round == 0 {
-        return Err(Error::invalid("--round", "must be at least 1"));
-    }
-    if job.merge_every == 0 {
-        return Err(Error::invalid("--merge-every", "must be at least 1"));
-    }
-    if let PolicySpec::StaticBlocks(k) = job.policy {
-        super::index::GlobalIndex::blocks(job.grid.clone(), cluster.workers * cluster.processes, k)
-            .map_err(|e| Error::invalid("--policy", e.to_string()))?;
-    }
+pub fn run_spatial<S>(
+    job: SpatialJob<S::Point, S::Query>,
+    cluster: &ClusterArgs,
+) -> Result<Option<SpatialReport>, Error>
+where
+    S: PartitionState<Output = Match>,
+    S::Point: Sync,
+    S::Query: Sync,
+{
+    job.check(cluster.total_workers())?;
     let processes = cluster.processes;
     let shared = job.clone();
     run_gathered(
         cluster,
-        move |worker| run_worker(worker, &shared),
+        move |worker| {
+            let mut input = InputHandle::new();
+            let seen = Rc::new(RefCell::new((0u64, 0u64)));
+            let sink = Rc::clone(&seen);
+            let handles = worker.dataflow::<u64, _, _>(|scope| {
+                let (matches, handles) = scope
+                    .input_from(&mut input)
+                    .swarm::<S>(&shared.config(), shared.policy())
+                    .expect("checked above");
+                matches.inspect(move |m| {
+                    let mut seen = sink.borrow_mut();
+                    *seen = (seen.0 + 1, seen.1.wrapping_add(m.digest()));
+                });
+                handles
+            });
+            let times = shared.feed(worker, input, &handles.probe);
+            let seen = *seen.borrow();
+            WorkerFigures::of(&handles, seen, times)
+        },
         move |figures| assemble(&job, processes, figures),
     )
 }
 
-fn run_worker(worker: &mut timely::worker::Worker, job: &SpatialJob) -> WorkerFigures {
-    let (index, peers) = (worker.index(), worker.peers());
-    let mut input = InputHandle::new();
-    let config = SwarmConfig {
-        initial: job.policy.initial(),
-        round: job.round,
-        merge_every: job.merge_every,
-        split_gain: job.split_gain,
-        work_per_check: BusyWork::new(job.work_per_check),
-        ..SwarmConfig::new(job.grid.clone())
-    };
-    // Matches and their digest, from the output stream.
-    let seen = Rc::new(RefCell::new((0u64, 0u64)));
-    let sink = Rc::clone(&seen);
-    let handles = worker.dataflow::<u64, _, _>(|scope| {
-        let (matches, handles) = scope
-            .input_from(&mut input)
-            .swarm::<RangeQueries>(&config, job.policy.build())
-            .expect("checked in run_spatial");
-        matches.inspect(move |m: &Match| {
-            let mut seen = sink.borrow_mut();
-            seen.0 += 1;
-            seen.1 = seen.1.wrapping_add(m.digest());
-        });
-        handles
-    });
-    let records = &job.input.records;
-    let mut next = 0usize;
-    let progress = job.progress.then_some("spatial");
-    let epochs = job.input.lines.div_ceil(job.batch);
-    let times = drive_epochs(
-        worker,
-        input,
-        &handles.probe,
-        epochs,
-        job.max_in_flight,
-        progress,
-        |epoch, input| {
-            let end = (epoch + 1) * job.batch;
-            while next < records.len() && records[next].0 < end {
-                let (line, record) = &records[next];
-                if line % peers as u64 == index as u64 {
-                    input.send(record.clone());
-                }
-                next += 1;
-            }
-        },
-    );
-    let executor = handles.figures.borrow().clone();
-    let orders = handles.orders.borrow().clone();
-    let (matches, digest) = *seen.borrow();
-    let refused = *handles.refused.borrow();
-    WorkerFigures {
-        executor,
-        refused,
-        matches,
-        digest,
-        orders,
-        latencies_us: times.latencies_us,
-        elapsed_s: times.elapsed_s,
-    }
-}
-
-fn assemble(job: &SpatialJob, processes: usize, figures: Vec<WorkerFigures>) -> SpatialReport {
+fn assemble<P, Q>(job: &SpatialJob<P, Q>, processes: usize, figures: Vec<WorkerFigures>) -> SpatialReport {
     let (points, queries, removals) = job.input.counts();
     let per_worker_work: Vec<u64> = figures.iter().map(|f| f.executor.checks).collect();
     let total: u64 = per_worker_work.iter().sum();
@@ -394,22 +448,26 @@ fn assemble(job: &SpatialJob, processes: usize, figures: Vec<WorkerFigures>) -> 
 }
 
 /// The matches of `input` by brute force: every point against every query
-/// registered at an epoch ≤ the point's and not removed at an epoch ≤ it.
-/// The reference the dataflow is tested against.
-pub fn brute_force_matches(input: &SpatialInput, batch: u64) -> (u64, u64) {
+/// registered at an epoch ≤ the point's and not removed at an epoch ≤ it,
+/// matching where `matches` says. The reference the dataflow is tested
+/// against: (matches, digest).
+pub fn brute_force<P, Q>(
+    input: &SpatialInput<P, Q>,
+    batch: u64,
+    matches: impl Fn(&Query<Q>, &Point<P>) -> bool,
+) -> (u64, u64) {
     let epoch = |line: u64| line / batch.max(1);
-    let mut active: Vec<Query> = Vec::new();
-    let (mut matches, mut digest) = (0u64, 0u64);
-    let mut by_epoch: std::collections::BTreeMap<u64, Vec<&Item>> = std::collections::BTreeMap::new();
+    let mut active: Vec<&Query<Q>> = Vec::new();
+    let (mut count, mut digest) = (0u64, 0u64);
+    let mut by_epoch: std::collections::BTreeMap<u64, Vec<&Item<P, Q>>> = std::collections::BTreeMap::new();
     for (line, record) in &input.records {
         by_epoch.entry(epoch(*line)).or_default().push(record.item());
     }
     for items in by_epoch.values() {
-        for item in items {
-            if let Item::Query(query) = item {
-                active.push(query.clone());
-            }
-        }
+        active.extend(items.iter().filter_map(|item| match item {
+            Item::Query(query) => Some(query),
+            _ => None,
+        }));
         for item in items {
             if let Item::Removal(id) = item {
                 active.retain(|held| held.id != *id);
@@ -417,18 +475,23 @@ pub fn brute_force_matches(input: &SpatialInput, batch: u64) -> (u64, u64) {
         }
         for item in items {
             if let Item::Point(point) = item {
-                for query in &active {
-                    if query.rect.contains(point.x, point.y) {
-                        let m = Match {
+                for query in active.iter().filter(|query| matches(query, point)) {
+                    count += 1;
+                    digest = digest.wrapping_add(
+                        Match {
                             query: query.id,
                             point: point.id,
-                        };
-                        matches += 1;
-                        digest = digest.wrapping_add(m.digest());
-                    }
+                        }
+                        .digest(),
+                    );
                 }
             }
         }
     }
-    (matches, digest)
+    (count, digest)
+}
+
+/// [`brute_force`] for continuous range queries.
+pub fn brute_force_matches(input: &SpatialInput, batch: u64) -> (u64, u64) {
+    brute_force(input, batch, |query, point| query.rect.contains(point.x, point.y))
 }

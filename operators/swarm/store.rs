@@ -315,10 +315,14 @@ impl<S: PartitionState> Store<S> {
             }
             self.index.apply(change)?;
         }
-        let leaving: Vec<PartitionId> = self
-            .partitions
-            .keys()
-            .copied()
+        // Only the partitions a change names can have left.
+        let named = update.changes.iter().flat_map(|change| match *change {
+            PlanChange::Move { id, .. } => vec![id],
+            PlanChange::Split { first, second, .. } => vec![first.0, second.0],
+            PlanChange::Merge { into, .. } => vec![into],
+        });
+        let leaving: Vec<PartitionId> = named
+            .filter(|id| self.partitions.contains_key(id))
             .filter(|id| self.index.info(*id).is_none_or(|info| info.owner != self.me))
             .collect();
         let mut packets = Vec::new();

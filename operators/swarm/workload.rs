@@ -3,12 +3,13 @@
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use rand_distr::{Distribution, Normal};
+use rand_distr::{Distribution, Normal, Zipf};
 
 use super::app::{Point, Query};
 use super::geometry::{Grid, OutOfBounds, Rect};
 use super::input::SpatialInput;
-use super::record::Record;
+use super::record::{Item, Record};
+use super::textual::Keywords;
 
 /// Settings of the moving-hotspot workload.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -111,10 +112,41 @@ impl Hotspots {
     }
 }
 
+impl Hotspots {
+    /// The same workload for spatio-textual queries: each point carries 1 to
+    /// 3 keywords and each query 1 or 2, drawn from a vocabulary of
+    /// `vocabulary` words by Zipf's law (exponent 1), as word frequencies go.
+    pub fn generate_textual(&self, grid: &Grid, vocabulary: u64) -> SpatialInput<Keywords, Keywords> {
+        let mut rng = SmallRng::seed_from_u64(self.seed ^ 0x7e47);
+        let zipf = Zipf::new(vocabulary.max(1) as f64, 1.0).expect("a valid Zipf law");
+        let words = |rng: &mut SmallRng, most: u64| {
+            let count = rng.random_range(1..=most);
+            Keywords::ids((0..count).map(|_| zipf.sample(rng) as u64))
+        };
+        let plain = self.generate(grid);
+        let records = plain
+            .records
+            .into_iter()
+            .map(|(line, record)| {
+                let item = match record.into_item() {
+                    Item::Point(point) => Item::Point(point.with(words(&mut rng, 3))),
+                    Item::Query(query) => Item::Query(query.with(words(&mut rng, 2))),
+                    Item::Removal(id) => Item::Removal(id),
+                };
+                (line, Record::try_from(item).expect("valid already"))
+            })
+            .collect();
+        SpatialInput {
+            records,
+            lines: plain.lines,
+            skipped_lines: 0,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::swarm::record::Item;
 
     #[test]
     fn generates_the_requested_mix_inside_the_space() {
