@@ -1,31 +1,44 @@
-//! Continuous range queries over a point stream, balanced by SWARM or on a
-//! static grid.
+//! Continuous range queries (or spatio-textual ones, `--app textual`) over a
+//! point stream, balanced by SWARM or on a static grid.
 //!
 //! ```text
 //! cargo run --release --example spatial -- --policy swarm --workload hotspot \
 //!     --points 200000 --queries 2000 -w 4 --report swarm.json
-//! cargo run --release --example spatial -- --policy static --input points.csv --bounds 0,0,100,100
+//! cargo run --release --example spatial -- --policy static:16 --input points.csv --bounds -180,-90,180,90
 //! ```
+//!
+//! Each worker builds the dataflow in `worker` below: an input of records,
+//! SWARM on it, and an operator of its own that counts each query's matches
+//! per epoch from SWARM's output stream (and sums their digests, which the
+//! report checks against other runs).
 //!
 //! Input lines (CSV): `p,<id>,<x>,<y>` a point; `q,<id>,<x1>,<y1>,<x2>,<y2>`
 //! register a continuous range query; `r,<id>` remove it; `#` comments and
 //! blank lines are skipped. The epoch of a line is its index divided by
 //! `--batch`.
 
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use clap::Parser;
 use equipoise::common::cluster::ClusterArgs;
+use equipoise::common::driver::run_gathered;
 use equipoise::common::lines::OnError;
 use equipoise::common::report::{check_work_us, write_report};
 use equipoise::common::Error;
-use equipoise::swarm::geometry::{Grid, Rect};
-use equipoise::swarm::input::read_spatial;
-use equipoise::swarm::job::{run_spatial, DecisionSpec, PolicySpec, SpatialJob, SpatialReport};
+use equipoise::swarm::input::{read_spatial, SpatialInput};
+use equipoise::swarm::job::{DecisionSpec, PolicySpec, SpatialJob, SpatialReport, WorkerFigures};
 use equipoise::swarm::workload::Hotspots;
-use equipoise::swarm::RangeQueries;
+use equipoise::swarm::{Grid, Match, PartitionState, RangeQueries, Rect, SpatioTextual, Swarm};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::{Capability, Input, Operator, Probe};
+use timely::dataflow::InputHandle;
+use timely::worker::Worker;
 
 /// Continuous range queries over a point stream, balanced by SWARM.
 #[derive(Parser, Debug)]
@@ -33,14 +46,16 @@ use equipoise::swarm::RangeQueries;
 struct Args {
     #[command(flatten)]
     cluster: ClusterArgs,
-    /// `swarm`, `static`, or `forced:<seed>` (a random move, split or merge every round).
+    /// `swarm`, `static` (one partition per worker), `static:<k>` (k blocks
+    /// per worker spread over the space), or `forced:<seed>` (a random move,
+    /// split or merge every round).
     #[arg(long, default_value = "swarm")]
     policy: String,
     /// How SWARM decides to rebalance: `paper` (five stages) or `threshold:<tau>`.
     #[arg(long, default_value = "paper")]
     decision: DecisionSpec,
-    /// The space: x1,y1,x2,y2.
-    #[arg(long, default_value = "0,0,1000,1000")]
+    /// The space: x1,y1,x2,y2 (negative values as written: -180,-90,180,90).
+    #[arg(long, default_value = "0,0,1000,1000", allow_hyphen_values = true)]
     bounds: String,
     /// Cells: C1xC2 (columns x rows).
     #[arg(long, default_value = "64x64")]
@@ -52,6 +67,13 @@ struct Args {
     /// that move) or `uniform` (the same counts spread evenly).
     #[arg(long, default_value = "hotspot")]
     workload: String,
+    /// The application: `range` (continuous range queries) or `textual`
+    /// (spatio-textual: synthetic points and queries carry keywords).
+    #[arg(long, default_value = "range")]
+    app: String,
+    /// Words in the vocabulary of `--app textual`.
+    #[arg(long, default_value_t = 16)]
+    vocabulary: u64,
     /// Synthetic points.
     #[arg(long, default_value_t = 200_000)]
     points: u64,
@@ -93,7 +115,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    match run(Args::parse()) {
+    match main_with(Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("spatial: {error}");
@@ -143,46 +165,130 @@ fn parse_split_gain(text: &str) -> Result<Option<f64>, Error> {
     }
 }
 
-fn run(args: Args) -> Result<(), Error> {
+fn main_with(args: Args) -> Result<(), Error> {
     let work = check_work_us(args.work_us)?;
     let grid = parse_grid(&args.grid, parse_bounds(&args.bounds)?)?;
     let policy = parse_policy(&args.policy, args.decision)?;
-    let input = match &args.input {
-        Some(path) => read_spatial(path, &grid, args.on_error)?,
-        None if args.workload == "hotspot" || args.workload == "uniform" => Hotspots {
-            points: args.points,
-            queries: args.queries,
-            seed: args.seed,
-            concentration: if args.workload == "uniform" { 0.0 } else { 0.9 },
-            ..Hotspots::default()
-        }
-        .generate(&grid),
-        None => {
-            return Err(Error::invalid(
-                "--workload",
-                format!("`{}`: expected hotspot or uniform", args.workload),
-            ))
-        }
+    let hotspots = Hotspots {
+        points: args.points,
+        queries: args.queries,
+        seed: args.seed,
+        concentration: match args.workload.as_str() {
+            "hotspot" => 0.9,
+            "uniform" => 0.0,
+            other => {
+                return Err(Error::invalid(
+                    "--workload",
+                    format!("`{other}`: expected hotspot or uniform"),
+                ))
+            }
+        },
+        ..Hotspots::default()
     };
-    let job = SpatialJob {
-        grid,
-        input: Arc::new(input),
+    let split_gain = parse_split_gain(&args.split_gain)?;
+    let settings = SpatialJob {
+        grid: grid.clone(),
+        input: Arc::new(SpatialInput::default()),
         batch: args.batch,
         round: args.round,
         merge_every: args.merge_every,
-        split_gain: parse_split_gain(&args.split_gain)?,
+        split_gain,
         work_per_check: work,
         policy,
         max_in_flight: args.max_in_flight,
         progress: !args.quiet,
     };
-    if let Some(report) = run_spatial::<RangeQueries>(job, &args.cluster)? {
+    let report = match (args.app.as_str(), &args.input) {
+        ("range", Some(path)) => run_app::<RangeQueries>(
+            settings.with_input(read_spatial(path, &grid, args.on_error)?),
+            &args.cluster,
+        )?,
+        ("range", None) => run_app::<RangeQueries>(settings.with_input(hotspots.generate(&grid)), &args.cluster)?,
+        ("textual", None) => {
+            let input = hotspots.generate_textual(&grid, args.vocabulary);
+            run_app::<SpatioTextual>(settings.with_input(input), &args.cluster)?
+        }
+        ("textual", Some(_)) => return Err(Error::invalid("--app", "textual runs on synthetic workloads only")),
+        (other, _) => return Err(Error::invalid("--app", format!("`{other}`: expected range or textual"))),
+    };
+    if let Some(report) = report {
         print_summary(&report);
         if let Some(path) = &args.report {
             write_report(path, &report)?;
         }
     }
     Ok(())
+}
+
+/// Runs the job on every worker of the cluster; the report in the process
+/// hosting worker 0.
+fn run_app<S>(job: SpatialJob<S::Point, S::Query>, cluster: &ClusterArgs) -> Result<Option<SpatialReport>, Error>
+where
+    S: PartitionState<Output = Match>,
+    S::Point: Sync,
+    S::Query: Sync,
+{
+    job.check(cluster.total_workers())?;
+    let (shared, processes) = (job.clone(), cluster.processes);
+    run_gathered(
+        cluster,
+        move |worker| self::worker::<S>(worker, &shared),
+        move |figures| job.assemble(processes, figures),
+    )
+}
+
+/// An open epoch of the matches: its capability, each query's matches, and
+/// the wrapping sum of their digests.
+type Epoch = (Capability<u64>, HashMap<u64, u64>, u64);
+
+/// One worker: the dataflow, then the epochs of its share of the records.
+fn worker<S>(worker: &mut Worker, job: &SpatialJob<S::Point, S::Query>) -> WorkerFigures
+where
+    S: PartitionState<Output = Match>,
+{
+    let mut input = InputHandle::new();
+    let config = job.config();
+    // Matches and the wrapping sum of their digests, over finished epochs.
+    let totals = Rc::new(RefCell::new((0u64, 0u64)));
+    let sink = Rc::clone(&totals);
+    let (handles, probe) = worker.dataflow::<u64, _, _>(|scope| {
+        let (matches, handles) = scope
+            .input_from(&mut input)
+            .swarm::<S>(&config, job.policy())
+            .expect("checked by job.check");
+        // Per epoch: each query's matches, and the epoch's digest, emitted
+        // once SWARM's output has passed the epoch.
+        let per_query = matches.unary_frontier::<CapacityContainerBuilder<Vec<(u64, u64)>>, _, _, _>(
+            Pipeline,
+            "MatchesPerQuery",
+            |_, _| {
+                let mut epochs: BTreeMap<u64, Epoch> = BTreeMap::new();
+                move |(input, frontier), output| {
+                    input.for_each_stamp(|cap, batches| {
+                        let Some(cap) = cap.retain_least(0) else { return };
+                        let (_, counts, digest) = epochs.entry(*cap.time()).or_insert_with(|| (cap, HashMap::new(), 0));
+                        for m in batches.flat_map(|batch| batch.drain(..)) {
+                            *counts.entry(m.query).or_default() += 1;
+                            *digest = digest.wrapping_add(m.digest());
+                        }
+                    });
+                    while let Some(entry) = epochs.first_entry() {
+                        if frontier.less_equal(entry.key()) {
+                            break;
+                        }
+                        let (cap, counts, digest) = entry.remove();
+                        let mut sink = sink.borrow_mut();
+                        *sink = (sink.0 + counts.values().sum::<u64>(), sink.1.wrapping_add(digest));
+                        output.session(&cap).give_iterator(counts.into_iter());
+                    }
+                }
+            },
+        );
+        (handles, per_query.probe().0)
+    });
+    let times = job.feed(worker, input, &probe);
+    let totals = *totals.borrow();
+    WorkerFigures::of(&handles, totals, times)
 }
 
 fn print_summary(report: &SpatialReport) {

@@ -229,49 +229,86 @@ fn the_configured_cost_model_makes_the_decisions() {
 
 #[test]
 fn two_processes_with_migrations_match_one_static_worker() {
-    let common = [
-        "--workload",
-        "hotspot",
-        "--points",
-        "20000",
-        "--queries",
-        "300",
-        "--grid",
-        "16x16",
-        "--batch",
-        "500",
-        "--round",
-        "2",
-    ];
-    let single = scratch("spatial-single.json");
+    for app in ["range", "textual"] {
+        let common = [
+            "--app",
+            app,
+            "--workload",
+            "hotspot",
+            "--points",
+            "20000",
+            "--queries",
+            "300",
+            "--grid",
+            "16x16",
+            "--batch",
+            "500",
+            "--round",
+            "2",
+        ];
+        let single = scratch(&format!("spatial-{app}-single.json"));
+        let out = run_example(
+            "spatial",
+            &[
+                &common[..],
+                &["--policy", "static", "--report", single.to_str().unwrap()],
+            ]
+            .concat(),
+        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let single = report(&single);
+        assert!(single["matches"].as_u64().unwrap() > 0);
+        for policy in ["forced:7", "swarm", "static:4"] {
+            let cluster = scratch(&format!("spatial-{app}-{policy}.json"));
+            run_two_processes(
+                "spatial",
+                &[&common[..], &["--policy", policy, "--decision", "threshold:1.1"]].concat(),
+                &cluster,
+            );
+            let cluster = report(&cluster);
+            assert_eq!(
+                (cluster["workers"].as_u64(), cluster["processes"].as_u64()),
+                (Some(4), Some(2))
+            );
+            assert_eq!(cluster["matches"], single["matches"], "{app} {policy}");
+            assert_eq!(cluster["matches_digest"], single["matches_digest"], "{app} {policy}");
+            let moved = cluster["migrations"]["partitions_moved"].as_u64().unwrap();
+            assert_eq!(
+                moved > 0,
+                policy != "static:4",
+                "{app} {policy}: partitions moved {moved}"
+            );
+        }
+    }
+}
+
+#[test]
+fn negative_bounds_are_taken_as_written() {
+    let file = scratch("world.csv");
+    std::fs::write(
+        &file,
+        "q,1,-10,35,30,60\np,1,2.35,48.85\np,2,-74.0,40.7\nr,1\np,3,2.35,48.85\n",
+    )
+    .unwrap();
+    let out_path = scratch("world.json");
     let out = run_example(
         "spatial",
         &[
-            &common[..],
-            &["--policy", "static", "--report", single.to_str().unwrap()],
-        ]
-        .concat(),
+            "--input",
+            file.to_str().unwrap(),
+            "--bounds",
+            "-180,-90,180,90",
+            "--grid",
+            "36x18",
+            "--batch",
+            "1",
+            "--report",
+            out_path.to_str().unwrap(),
+        ],
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let single = report(&single);
-    assert!(single["matches"].as_u64().unwrap() > 0);
-    for policy in ["forced:7", "swarm"] {
-        let cluster = scratch(&format!("spatial-{policy}.json"));
-        run_two_processes(
-            "spatial",
-            &[&common[..], &["--policy", policy, "--decision", "threshold:1.1"]].concat(),
-            &cluster,
-        );
-        let cluster = report(&cluster);
-        assert_eq!(
-            (cluster["workers"].as_u64(), cluster["processes"].as_u64()),
-            (Some(4), Some(2))
-        );
-        assert_eq!(cluster["matches"], single["matches"], "{policy}");
-        assert_eq!(cluster["matches_digest"], single["matches_digest"], "{policy}");
-        let moved = &cluster["migrations"]["partitions_moved"];
-        assert!(moved.as_u64().unwrap() > 0, "{policy}: no partition crossed workers");
-    }
+    // Paris matches while the query lives; New York never does.
+    assert_eq!(report(&out_path)["matches"], 1);
 }
 
 #[test]

@@ -23,6 +23,16 @@ pub struct SpatialInput<P = (), Q = ()> {
     pub skipped_lines: usize,
 }
 
+impl<P, Q> Default for SpatialInput<P, Q> {
+    fn default() -> Self {
+        SpatialInput {
+            records: Vec::new(),
+            lines: 0,
+            skipped_lines: 0,
+        }
+    }
+}
+
 impl<P, Q> SpatialInput<P, Q> {
     /// Counts of (points, queries, removals).
     pub fn counts(&self) -> (u64, u64, u64) {

@@ -269,6 +269,24 @@ impl WorkerFigures {
     }
 }
 
+impl SpatialJob {
+    /// The same settings over another input.
+    pub fn with_input<P, Q>(&self, input: SpatialInput<P, Q>) -> SpatialJob<P, Q> {
+        SpatialJob {
+            grid: self.grid.clone(),
+            input: Arc::new(input),
+            batch: self.batch,
+            round: self.round,
+            merge_every: self.merge_every,
+            split_gain: self.split_gain,
+            work_per_check: self.work_per_check,
+            policy: self.policy,
+            max_in_flight: self.max_in_flight,
+            progress: self.progress,
+        }
+    }
+}
+
 impl<P: Clone + 'static, Q: Clone + 'static> SpatialJob<P, Q> {
     /// Checks the settings for a cluster of `workers` workers in all.
     pub fn check(&self, workers: usize) -> Result<(), Error> {
