@@ -31,11 +31,12 @@ pub struct RoundReport {
 /// A request to a worker to shed load toward `low_worker`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ReductionAsk {
-    /// 0 for the most loaded worker, 1 for the next, ...
+    /// The pair: 0 for the most loaded worker (asked toward the least
+    /// loaded), 1 for the next (toward the next least loaded), ...
     pub rank: usize,
     /// The figures it needs.
     pub request: ReductionRequest,
-    /// The least loaded worker.
+    /// The worker to shed load toward.
     pub low_worker: usize,
 }
 
@@ -154,23 +155,23 @@ impl Coordinator {
                 }
                 let mut order: Vec<usize> = (0..costs.len()).collect();
                 order.sort_by(|&a, &b| costs[b].total_cmp(&costs[a]).then(a.cmp(&b)));
-                let low_worker = *order.last().expect("two or more workers");
-                let request = ReductionRequest {
-                    low_cost: costs[low_worker],
-                    system_received: received,
-                    margin: self.margin,
-                };
-                order[..order.len() - 1]
-                    .iter()
-                    .enumerate()
-                    .filter(|&(_, &worker)| costs[worker] > costs[low_worker])
-                    .map(|(rank, &worker)| {
+                // The i-th most loaded worker sheds toward the i-th least
+                // loaded: disjoint pairs, so that many workers balance at once.
+                (0..order.len() / 2)
+                    .map(|rank| (rank, order[rank], order[order.len() - 1 - rank]))
+                    .filter(|&(_, high, low)| costs[high] > costs[low])
+                    .map(|(rank, high, low)| {
+                        let request = ReductionRequest {
+                            low_cost: costs[low],
+                            system_received: received,
+                            margin: self.margin,
+                        };
                         (
-                            worker,
+                            high,
                             ReductionAsk {
                                 rank,
                                 request,
-                                low_worker,
+                                low_worker: low,
                             },
                         )
                     })
@@ -179,9 +180,9 @@ impl Coordinator {
         }
     }
 
-    /// Concludes the round that ended at epoch `time`: the first proposal in
-    /// rank order that changes something (the most loaded worker's, else the
-    /// next one's, as if asked in turn), or the forced change, plus the
+    /// Concludes the round that ended at epoch `time`: every pair's
+    /// proposal (each moves only the asking worker's partitions, to its own
+    /// partner), or the forced change, plus the
     /// workers' changes to their own partitions that touch none of its
     /// partitions (and that still own them: a worker reports from a plan
     /// that may lag the coordinator's).
@@ -189,11 +190,7 @@ impl Coordinator {
         proposals.sort_by_key(|(rank, _)| *rank);
         let mut changes: Vec<PlanChange> = match self.forced.take() {
             Some(change) => vec![change],
-            None => proposals
-                .into_iter()
-                .map(|(_, changes)| changes)
-                .find(|changes| !changes.is_empty())
-                .unwrap_or_default(),
+            None => proposals.into_iter().flat_map(|(_, changes)| changes).collect(),
         };
         let busy: Vec<PartitionId> = changes.iter().flat_map(PlanChange::touched).collect();
         if !changes.is_empty() {
