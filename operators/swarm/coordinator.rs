@@ -193,24 +193,23 @@ impl Coordinator {
             None => proposals.into_iter().flat_map(|(_, changes)| changes).collect(),
         };
         let busy: Vec<PartitionId> = changes.iter().flat_map(PlanChange::touched).collect();
-        if !changes.is_empty() {
-            self.orders.rebalanced += 1;
-        }
-        let index = &self.index;
-        changes.extend(
-            self.pending_local
-                .drain(..)
-                .filter(|(worker, change)| {
-                    change
-                        .touched()
-                        .iter()
-                        .all(|id| !busy.contains(id) && index.info(*id).is_some_and(|info| info.owner == *worker))
-                })
-                .map(|(_, change)| change),
-        );
         // Keep only what applies, in order, to the coordinator's plan; the
         // workers apply the same list to theirs.
         changes.retain(|change| self.index.apply(change).is_ok());
+        if !changes.is_empty() {
+            self.orders.rebalanced += 1;
+        }
+        // Then each worker's changes to its own partitions, in order (a part
+        // of a split may be split again), if it still owns them.
+        for (worker, change) in std::mem::take(&mut self.pending_local) {
+            let touched = change.touched();
+            let owned = touched
+                .iter()
+                .all(|id| !busy.contains(id) && self.index.info(*id).is_some_and(|info| info.owner == worker));
+            if owned && self.index.apply(&change).is_ok() {
+                changes.push(change);
+            }
+        }
         for change in &changes {
             match change {
                 PlanChange::Move { .. } => self.orders.moves += 1,

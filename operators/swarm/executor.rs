@@ -128,7 +128,7 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
     pub(crate) fn end_round(&mut self, time: u64) -> RoundReport {
         let load = self.store.end_round(&self.model);
         let mut local = match self.split_gain {
-            Some(gain) => self.store.plan_refinement(&self.model, gain),
+            Some(gain) => self.store.plan_refinement(&self.model, gain, time / self.round),
             None => Vec::new(),
         };
         if (time / self.round + 1).is_multiple_of(self.merge_every) {

@@ -12,7 +12,7 @@ use super::cost::{CostModel, WorkerLoad};
 use super::geometry::{Cell, CellRect, OutOfBounds, Rect};
 use super::granularity::{best_split, cheap_merge, smoothed};
 use super::ids::{IdMint, PartitionId};
-use super::index::{GlobalIndex, PlanChange, SplitLine};
+use super::index::{GlobalIndex, PlanChange};
 use super::merge::plan_merges;
 use super::plan::PlanUpdate;
 use super::rebalance::{plan_reduction, Candidate, Reduction, ReductionRequest};
@@ -159,24 +159,49 @@ impl<S: PartitionState> Store<S> {
     }
 
     /// Splits of this worker's partitions, staying here, that cut their work
-    /// by at least `gain` (see [`best_split`]).
-    pub fn plan_refinement(&mut self, model: &dyn CostModel, gain: f64) -> Vec<PlanChange> {
+    /// by at least `gain` (see [`best_split`]) at the end of round `round`;
+    /// the parts of a split are split again while that pays, so a partition
+    /// reaches its size in one round rather than one halving per update.
+    pub fn plan_refinement(&mut self, model: &dyn CostModel, gain: f64, round: u64) -> Vec<PlanChange> {
         let floor = self.mean_work(model);
-        let mut splits: Vec<(PartitionId, SplitLine)> = self
-            .partitions
-            .iter()
-            .filter_map(|(&id, p)| best_split(model, &p.stats, floor, gain).map(|(line, _)| (id, line)))
-            .collect();
-        splits.sort_by_key(|(id, _)| *id);
-        splits
-            .into_iter()
-            .map(|(id, line)| PlanChange::Split {
-                id,
-                line,
-                first: (self.mint.mint(), self.me),
-                second: (self.mint.mint(), self.me),
-            })
-            .collect()
+        let grid = self.index.grid().clone();
+        let Store {
+            me, partitions, mint, ..
+        } = self;
+        let mut ids: Vec<PartitionId> = partitions.keys().copied().collect();
+        ids.sort_unstable();
+        let mut changes = Vec::new();
+        for id in ids {
+            let partition = &partitions[&id];
+            let Some(first) = best_split(model, &partition.stats, floor, gain) else {
+                continue;
+            };
+            let mut pending = vec![(id, partition.rect, partition.stats.clone(), Some(first.0))];
+            while let Some((id, rect, stats, line)) = pending.pop() {
+                let Some(line) = line.or_else(|| best_split(model, &stats, floor, gain).map(|(line, _)| line)) else {
+                    continue;
+                };
+                let (a, b) = line.parts(&rect).expect("a split line lies inside its partition");
+                let mut part = |cells: CellRect, second: bool| {
+                    let queries = partition.state.query_cells(&grid, &cells, round);
+                    (
+                        mint.mint(),
+                        cells,
+                        stats.split_part(line.axis, line.after, second, &queries),
+                        None,
+                    )
+                };
+                let (first, second) = (part(a, false), part(b, true));
+                changes.push(PlanChange::Split {
+                    id,
+                    line,
+                    first: (first.0, *me),
+                    second: (second.0, *me),
+                });
+                pending.extend([first, second]);
+            }
+        }
+        changes
     }
 
     /// Merges of this worker's adjacent partitions (but those in `except`)
