@@ -10,10 +10,11 @@
 //!   aggregation operators (`pkg_aggregate`, `pkg_count`, `top_k`) that merge
 //!   the split partial results exactly; `pkg_count` for differential
 //!   collections.
-//! - [`swarm`]: SWARM. A grid index that routes points and range queries to
-//!   spatial partitions owned by workers, per-partition statistics, a
-//!   coordinator that moves, splits and merges partitions as the load moves,
-//!   and migrations that lose and duplicate nothing.
+//! - [`swarm`]: SWARM. `records.swarm::<App>(&config, policy)` routes points
+//!   and continuous queries to spatial partitions owned by workers, runs the
+//!   application per partition and returns its results as a stream; a
+//!   coordinator moves, splits and merges partitions as the load moves, and
+//!   migrations lose and duplicate nothing.
 //! - [`shed`]: load shedding held at a delay target by a PI controller on the
 //!   frontier-measured delay, with identification and pole-placement design,
 //!   against the coarse algorithm.
@@ -47,3 +48,8 @@ pub mod swarm;
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The SWARM page's examples, compiled and run as doctests.
+#[doc = include_str!("../docs/swarm.md")]
+#[cfg(doctest)]
+pub struct SwarmDocDoctests;

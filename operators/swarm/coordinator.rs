@@ -157,14 +157,17 @@ impl Coordinator {
                 order.sort_by(|&a, &b| costs[b].total_cmp(&costs[a]).then(a.cmp(&b)));
                 // The i-th most loaded worker sheds toward the i-th least
                 // loaded: disjoint pairs, so that many workers balance at once.
+                // A pair closer than twice the margin is left alone: moving
+                // state for noise costs more than it balances.
+                let margin = self.margin;
                 (0..order.len() / 2)
                     .map(|rank| (rank, order[rank], order[order.len() - 1 - rank]))
-                    .filter(|&(_, high, low)| costs[high] > costs[low])
+                    .filter(|&(_, high, low)| costs[high] > costs[low] * (1.0 + 2.0 * margin))
                     .map(|(rank, high, low)| {
                         let request = ReductionRequest {
                             low_cost: costs[low],
                             system_received: received,
-                            margin: self.margin,
+                            margin,
                         };
                         (
                             high,
