@@ -141,7 +141,7 @@ fn parse_grid(text: &str, bounds: Rect) -> Result<Grid, Error> {
         .split_once('x')
         .and_then(|(c, r)| Some((c.parse::<u32>().ok()?, r.parse::<u32>().ok()?)))
         .ok_or_else(|| Error::invalid("--grid", format!("`{text}`: expected C1xC2, e.g. 64x64")))?;
-    Grid::new(bounds, columns, rows)
+    Grid::new(bounds, columns, rows).map_err(|e| Error::invalid("--grid", e.to_string()))
 }
 
 fn parse_policy(text: &str, decision: DecisionSpec) -> Result<PolicySpec, Error> {

@@ -1,5 +1,5 @@
 //! The cost model (ours: the paper's Eqns 1–7 are not in our text; see
-//! `../shared/design/SWARM.md`), behind a trait so applications can supply
+//! `docs/swarm.md`), behind a trait so applications can supply
 //! their own.
 
 use serde::{Deserialize, Serialize};

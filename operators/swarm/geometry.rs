@@ -180,16 +180,22 @@ impl Grid {
     pub fn new(bounds: Rect, columns: u32, rows: u32) -> Result<Self, Error> {
         if !(bounds.x1 < bounds.x2 && bounds.y1 < bounds.y2) {
             return Err(Error::invalid(
-                "--bounds",
-                "the space needs a positive width and height",
+                "grid bounds",
+                format!(
+                    "({}, {})–({}, {}): the space needs a positive width and height",
+                    bounds.x1, bounds.y1, bounds.x2, bounds.y2
+                ),
             ));
         }
         if columns == 0 || rows == 0 {
-            return Err(Error::invalid("--grid", "needs at least one column and one row"));
+            return Err(Error::invalid(
+                "grid cells",
+                format!("{columns}x{rows}: needs at least one column and one row"),
+            ));
         }
         if u64::from(columns) * u64::from(rows) > MAX_CELLS {
             return Err(Error::invalid(
-                "--grid",
+                "grid cells",
                 format!("{columns}x{rows} is over {MAX_CELLS} cells"),
             ));
         }

@@ -87,4 +87,7 @@ pub use geometry::{Grid, OutOfBounds, Rect};
 pub use operator::{InitialPlan, Swarm, SwarmConfig, SwarmHandles};
 pub use record::{Item, Record};
 pub use router::Refused;
+pub use stats::Totals;
 pub use textual::{Keywords, SpatioTextual, TextualCost};
+
+pub use crate::common::Error;

@@ -106,7 +106,7 @@ impl SwarmConfig {
 
 impl<M> SwarmConfig<M> {
     /// The same settings with another cost model.
-    pub fn with_cost<N: CostModel>(self, cost: N) -> SwarmConfig<N> {
+    pub fn with_cost<N: CostModel + Clone + 'static>(self, cost: N) -> SwarmConfig<N> {
         SwarmConfig {
             grid: self.grid,
             outside: self.outside,
@@ -129,7 +129,9 @@ impl<M> SwarmConfig<M> {
         Record::query(&self.grid, self.outside, query)
     }
 
-    fn check(&self) -> Result<(), Error> {
+    /// Checks the settings `swarm` would refuse (it calls this too): a
+    /// round or merge interval of 0, a split gain that is not a share > 0.
+    pub fn validate(&self) -> Result<(), Error> {
         if self.round == 0 {
             return Err(Error::invalid("SWARM round", "0 epochs: must be at least 1"));
         }
@@ -214,7 +216,7 @@ impl<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone> Swarm<'scope, P, 
         config: &SwarmConfig<impl CostModel + Clone + 'static>,
         policy: Policy,
     ) -> Result<(StreamVec<'scope, u64, S::Output>, SwarmHandles), Error> {
-        config.check()?;
+        config.validate()?;
         let scope = self.scope();
         let (me, workers) = (scope.index(), scope.peers());
         let round = config.round;

@@ -52,7 +52,8 @@ impl<P, Q> Record<P, Q> {
     }
 
     /// The removal of query `id`. Removing a query that is not registered is
-    /// counted (`ExecutorFigures::unknown_removals`) and otherwise ignored.
+    /// counted (in `SwarmHandles::refused` of the worker that is the query's
+    /// home) and otherwise ignored.
     pub fn removal(id: u64) -> Self {
         Record(Item::Removal(id))
     }
