@@ -380,3 +380,66 @@ fn bad_spatial_input_is_named_or_skipped() {
         );
     }
 }
+
+/// A partition whose move takes effect at the last epoch, from a worker that
+/// has no record of its own after the move was decided: the move must still
+/// happen before that worker leaves (it once dropped its capabilities as soon
+/// as its input ended, and the new owner could miss the partition).
+#[test]
+fn a_move_decided_before_the_input_ends_still_happens() {
+    let mut lines = vec!["q,1,0,0,1.9,1".to_string()];
+    for epoch in 0..5 {
+        while lines.len() < epoch * 10 {
+            lines.push("#".into());
+        }
+        // Epochs 2 and 3 only touch worker 1's half (columns 2 and 3).
+        let left = if epoch == 2 || epoch == 3 { 2.2 } else { 0.2 };
+        for i in 0..6 {
+            lines.push(format!("p,{},{},0.5", epoch * 10 + i, left + 0.3 * i as f64));
+        }
+    }
+    let file = scratch("late-move.csv");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let reference = brute_force_matches(
+        &equipoise::swarm::input::read_spatial(
+            &file,
+            &Grid::new(Rect::new(0.0, 0.0, 4.0, 1.0).unwrap(), 4, 1).unwrap(),
+            equipoise::common::lines::OnError::Fail,
+        )
+        .unwrap(),
+        10,
+    );
+    for _ in 0..5 {
+        let out_path = scratch("late-move.json");
+        let out = run_example(
+            "spatial",
+            &[
+                "--input",
+                file.to_str().unwrap(),
+                "--bounds",
+                "0,0,4,1",
+                "--grid",
+                "4x1",
+                "--batch",
+                "10",
+                "--round",
+                "2",
+                "--split-gain",
+                "off",
+                "--decision",
+                "threshold:1.0",
+                "-w",
+                "2",
+                "--report",
+                out_path.to_str().unwrap(),
+            ],
+        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let report = report(&out_path);
+        assert_eq!(report["matches"].as_u64(), Some(reference.0));
+        assert!(
+            report["migrations"]["partitions_moved"].as_u64().unwrap() > 0,
+            "{report}"
+        );
+    }
+}

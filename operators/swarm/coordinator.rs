@@ -73,7 +73,9 @@ impl Policy {
 pub struct Orders {
     /// Rounds concluded.
     pub rounds: u64,
-    /// Rounds whose update changed the plan beyond merges.
+    /// Rounds in which the coordinator rebalanced: some pair's proposal (or
+    /// the forced change) applied. Workers' splits and merges of their own
+    /// partitions are not counted here.
     pub rebalanced: u64,
     /// Partitions moved whole.
     pub moves: u64,
@@ -131,7 +133,11 @@ impl Coordinator {
             .iter_mut()
             .flat_map(|report| report.local.drain(..).map(|change| (report.worker, change)))
             .collect();
-        let loads: Vec<WorkerLoad> = reports.iter().map(|report| report.load).collect();
+        // By worker: a worker whose input has ended no longer reports.
+        let mut loads = vec![WorkerLoad::default(); self.workers];
+        for report in &reports {
+            loads[report.worker] = report.load;
+        }
         let elapsed = self.last_round.elapsed().as_secs_f64().max(1e-9);
         self.last_round = Instant::now();
         match &mut self.policy {

@@ -40,6 +40,7 @@ pub(crate) struct Executor<S, M> {
     round: u64,
     merge_every: u64,
     split_gain: Option<f64>,
+    plans_locally: bool,
     work: BusyWork,
     figures: ExecutorFigures,
 }
@@ -48,13 +49,14 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
     /// An executor over `store`, with rounds of `round` epochs, merges every
     /// `merge_every` rounds, splits in place by `split_gain` (see
     /// [`SwarmConfig`](super::SwarmConfig)), costs by `model` and `work`
-    /// spent per check.
+    /// spent per check. Without `plans_locally` (a static plan) it proposes
+    /// no split or merge of its own.
     pub(crate) fn new(
         store: Store<S>,
         model: M,
-        round: u64,
-        merge_every: u64,
+        (round, merge_every): (u64, u64),
         split_gain: Option<f64>,
+        plans_locally: bool,
         work: BusyWork,
     ) -> Self {
         let figures = ExecutorFigures {
@@ -67,6 +69,7 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
             round: round.max(1),
             merge_every: merge_every.max(1),
             split_gain,
+            plans_locally,
             work,
             figures,
         }
@@ -127,11 +130,11 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
     /// work (under a `split_gain`) and, every `merge_every` rounds, merges.
     pub(crate) fn end_round(&mut self, time: u64) -> RoundReport {
         let load = self.store.end_round(&self.model);
-        let mut local = match self.split_gain {
+        let mut local = match self.split_gain.filter(|_| self.plans_locally) {
             Some(gain) => self.store.plan_refinement(&self.model, gain, time / self.round),
             None => Vec::new(),
         };
-        if (time / self.round + 1).is_multiple_of(self.merge_every) {
+        if self.plans_locally && (time / self.round + 1).is_multiple_of(self.merge_every) {
             let splitting: Vec<PartitionId> = local.iter().flat_map(PlanChange::touched).collect();
             let merges = self.store.plan_merges(&self.model, self.split_gain, &splitting);
             local.extend(merges);
@@ -182,7 +185,14 @@ mod tests {
         let executors = (0..2)
             .map(|me| {
                 let store = Store::new(me, index.clone(), IdMint::new(base, me, 3));
-                Executor::new(store, RangeQueryCost::default(), 2, 10, None, BusyWork::default())
+                Executor::new(
+                    store,
+                    RangeQueryCost::default(),
+                    (2, 10),
+                    None,
+                    true,
+                    BusyWork::default(),
+                )
             })
             .collect();
         (index, executors)

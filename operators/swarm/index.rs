@@ -178,8 +178,9 @@ impl GlobalIndex {
     /// A fine static plan: `per_worker × workers` cell-aligned blocks in a
     /// bx × by block grid (block boundaries at floor(i·C/b) cells), owned
     /// round-robin along a serpentine (boustrophedon) walk over the blocks,
-    /// so that neighbouring blocks belong to different workers and a hotspot is
-    /// shared. Returns the index and the first id it left unused.
+    /// so that neighbouring blocks mostly belong to different workers (all
+    /// of them when the workers divide the blocks of a row evenly) and a
+    /// hotspot is shared. Returns the index and the first id it left unused.
     pub fn blocks(grid: Grid, workers: usize, per_worker: usize) -> Result<(Self, PartitionId), Error> {
         if workers == 0 {
             return Err(Error::invalid("workers", "need at least one"));

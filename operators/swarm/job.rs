@@ -303,7 +303,7 @@ impl<P: Clone + 'static, Q: Clone + 'static> SpatialJob<P, Q> {
             super::index::GlobalIndex::blocks(self.grid.clone(), workers, k)
                 .map_err(|e| Error::invalid("--policy", e.to_string()))?;
         }
-        Ok(())
+        self.config().validate()
     }
 
     /// The SWARM configuration these settings ask for.

@@ -48,6 +48,9 @@ use super::record::Record;
 use super::router::{route, Refused, RoutedTo};
 use super::store::{PartitionPacket, Store};
 
+/// The longest round, in epochs (epoch arithmetic stays far from overflow).
+const MAX_ROUND: u64 = 1 << 32;
+
 /// The plan SWARM starts from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum InitialPlan {
@@ -55,8 +58,8 @@ pub enum InitialPlan {
     #[default]
     OnePerWorker,
     /// `k` cell-aligned blocks per worker, owned round-robin along a
-    /// serpentine walk so that neighbouring blocks belong to different
-    /// workers (see [`GlobalIndex::blocks`]).
+    /// serpentine walk so that neighbouring blocks mostly belong to
+    /// different workers (see [`GlobalIndex::blocks`]).
     Blocks(usize),
 }
 
@@ -130,13 +133,20 @@ impl<M> SwarmConfig<M> {
     }
 
     /// Checks the settings `swarm` would refuse (it calls this too): a
-    /// round or merge interval of 0, a split gain that is not a share > 0.
+    /// round of 0 or more than 2^32 epochs, a merge interval of 0, a split
+    /// gain that is not a share > 0.
     pub fn validate(&self) -> Result<(), Error> {
         if self.round == 0 {
             return Err(Error::invalid("SWARM round", "0 epochs: must be at least 1"));
         }
         if self.merge_every == 0 {
             return Err(Error::invalid("SWARM merge_every", "0 rounds: must be at least 1"));
+        }
+        if self.round > MAX_ROUND {
+            return Err(Error::invalid(
+                "SWARM round",
+                format!("{} epochs: must be at most {MAX_ROUND}", self.round),
+            ));
         }
         if let Some(gain) = self.split_gain.filter(|gain| !(gain.is_finite() && *gain > 0.0)) {
             return Err(Error::invalid(
@@ -168,8 +178,9 @@ pub trait Swarm<'scope, P, Q> {
     /// one; worker 0's decides). Returns the application's results, each at
     /// the epoch of the point that produced it, and the handles.
     ///
-    /// An error if the configuration cannot be used (a round of 0 epochs,
-    /// more blocks than cells).
+    /// An error if the configuration cannot be used (see
+    /// [`SwarmConfig::validate`], and blocks that cannot be laid out on the
+    /// grid).
     ///
     /// ```
     /// use timely::dataflow::operators::{Input, Inspect};
@@ -229,9 +240,9 @@ impl<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone> Swarm<'scope, P, 
         let executor = Rc::new(RefCell::new(Executor::new(
             store,
             config.cost.clone(),
-            round,
-            config.merge_every,
+            (round, config.merge_every),
             config.split_gain,
+            !matches!(policy, Policy::Static),
             config.work_per_check,
         )));
         let coordinator = Coordinator::new(
@@ -314,6 +325,8 @@ fn execute<'scope, S: PartitionState, M: CostModel + 'static>(
         let mut data: TimeStash<u64, Vec<RoutedTo<S>>> = TimeStash::default();
         let mut arrivals: BTreeMap<u64, Vec<PartitionPacket<S>>> = BTreeMap::new();
         let mut updates: BTreeMap<u64, PlanUpdate> = BTreeMap::new();
+        // Once the records end: the last round end whose update must be applied.
+        let mut draining: Option<Option<u64>> = None;
         move |frontiers| {
             let (data_frontier, plan_frontier, state_frontier) = (&frontiers[0], &frontiers[1], &frontiers[2]);
             data_in.for_each_stamp(|cap, batches| {
@@ -342,10 +355,23 @@ fn execute<'scope, S: PartitionState, M: CostModel + 'static>(
             loop {
                 let round_end = round_cap.as_ref().map(|cap| *cap.time());
                 if data_frontier.is_empty() && data.first_time().is_none() && arrivals.is_empty() {
-                    // No more records: nothing left to balance.
-                    round_cap = None;
-                    packet_cap = None;
-                    break;
+                    // No more records. Every update routing used has arrived
+                    // (a router routes epoch t only once the plan for t is
+                    // final everywhere), and the partitions it moves must
+                    // still reach their owners, which may hold records for
+                    // them: process round ends until those are applied.
+                    let last = *draining.get_or_insert_with(|| {
+                        updates
+                            .iter()
+                            .filter(|(_, update)| !update.changes.is_empty())
+                            .map(|(&effective, _)| effective - 1)
+                            .max()
+                    });
+                    if round_end.is_none_or(|end| last.is_none_or(|last| end > last)) {
+                        round_cap = None;
+                        packet_cap = None;
+                        break;
+                    }
                 }
                 let next = [data.first_time().copied(), arrivals.keys().next().copied(), round_end]
                     .into_iter()

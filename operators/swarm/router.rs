@@ -56,14 +56,13 @@ pub(crate) type RoutedTo<S> = (
 /// What the routers refused, counted on each worker.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Refused {
-    /// Registrations of an id that was already active (the first stays).
+    /// Registrations of an id that was already active (the active one stays;
+    /// of two registrations of one id in one epoch, the one the home router
+    /// saw first).
     pub duplicate_queries: u64,
     /// Removals of an id that was not active.
     pub unknown_removals: u64,
 }
-
-/// A registration or removal at its home router.
-type Directed<P, Q> = Item<P, Q>;
 
 /// Builds the routers over `records`, with the plan starting from `initial`
 /// and changed by `plan`; refusals are counted in `refused`.
@@ -85,7 +84,7 @@ pub(crate) fn route<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>(
     let mut points_in = builder.new_input(points, Pipeline);
     let mut queries_in = builder.new_input(
         queries,
-        Exchange::new(|item: &Directed<P, Q>| match item {
+        Exchange::new(|item: &Item<P, Q>| match item {
             Item::Query(query) => splitmix64(query.id),
             Item::Removal(id) => splitmix64(*id),
             Item::Point(point) => splitmix64(point.id),
@@ -101,7 +100,7 @@ pub(crate) fn route<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>(
     let mut routed_out =
         OutputBuilder::<_, CapacityContainerBuilder<Vec<(usize, PartitionId, Routed<P, Q>)>>>::from(routed_out);
     builder.build(move |_caps| {
-        let mut stash: TimeStash<u64, Vec<Directed<P, Q>>> = TimeStash::default();
+        let mut stash: TimeStash<u64, Vec<Item<P, Q>>> = TimeStash::default();
         let mut active: HashMap<u64, Rect> = HashMap::new();
         move |frontiers| {
             let (points_frontier, queries_frontier, plan_frontier) = (&frontiers[0], &frontiers[1], &frontiers[2]);

@@ -318,7 +318,19 @@ impl<S: PartitionState> Store<S> {
                     }
                 }
                 PlanChange::Merge { first, second, into } => {
-                    if let (Some(a), Some(b)) = (self.partitions.remove(&first), self.partitions.remove(&second)) {
+                    let (a, b) = (self.partitions.remove(&first), self.partitions.remove(&second));
+                    if a.is_some() != b.is_some() {
+                        // Both parts of a merge are one owner's: holding one
+                        // means the other is missing (its state would be lost).
+                        return Err(Error::invalid(
+                            "plan change",
+                            format!(
+                                "worker {} holds only one of partitions {first} and {second} to merge",
+                                self.me
+                            ),
+                        ));
+                    }
+                    if let (Some(a), Some(b)) = (a, b) {
                         let rect = a.rect.union_if_rectangle(&b.rect).ok_or_else(|| {
                             Error::invalid(
                                 "plan change",

@@ -167,7 +167,8 @@ impl PartitionState for SpatioTextual {
 
 /// The cost of spatio-textual queries: a new point is checked only against
 /// the share of the partition's queries its keywords retrieve, plus a
-/// handling cost α per new object: Num(C(p)) = share·RN·Q + α·(RN + RQ).
+/// handling cost α per new object: Num(C(p)) = share·RN·Q + α·(RN + RQ);
+/// keeping a partition for a round costs `upkeep` checks.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct TextualCost {
     /// The share of a partition's queries a point's keywords retrieve (for
@@ -175,17 +176,27 @@ pub struct TextualCost {
     pub share: f64,
     /// Cost of handling one new object, in checks.
     pub alpha: f64,
+    /// Cost of keeping one partition for a round, in checks.
+    pub upkeep: f64,
 }
 
 impl Default for TextualCost {
     fn default() -> Self {
-        TextualCost { share: 0.1, alpha: 1.0 }
+        TextualCost {
+            share: 0.1,
+            alpha: 1.0,
+            upkeep: 32.0,
+        }
     }
 }
 
 impl CostModel for TextualCost {
     fn work(&self, t: &Totals) -> f64 {
         self.share * t.rn * t.q + self.alpha * (t.rn + t.rq)
+    }
+
+    fn upkeep(&self) -> f64 {
+        self.upkeep
     }
 }
 
