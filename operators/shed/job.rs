@@ -5,16 +5,12 @@
 //! period and sets the drop fraction.
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use timely::container::CapacityContainerBuilder;
-use timely::dataflow::channels::pact::Pipeline;
-use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::Input;
-use timely::dataflow::operators::{Capability, Probe};
+use timely::dataflow::operators::Probe;
 use timely::dataflow::InputHandle;
 
 use crate::common::cluster::ClusterArgs;
@@ -30,6 +26,7 @@ use super::excitation::{ExcitationSpec, Excited};
 use super::predictor::{DelayPredictor, Prediction};
 use super::profile::Profile;
 use super::shedder::{Shed, ShedMode, Shedder};
+use super::sliced::TimeSliced;
 
 /// Which controller runs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -241,39 +238,13 @@ fn run_worker(worker: &mut timely::worker::Worker, job: &ShedJob) -> WorkerFigur
         scope
             .input_from(&mut input)
             .shed(&shedder, job.mode, |(_, utility): &Item| *utility, job.seed)
-            .unary::<CapacityContainerBuilder<Vec<()>>, _, _, _>(Pipeline, "Process", move |_, info| {
-                // Records wait here, each batch holding its capability, and
-                // are processed for at most a slice of time per activation:
-                // the backlog stays visible in the output frontier, and the
-                // worker keeps feeding arrivals and running the controller.
-                let activator = scope.activator_for(info.address);
-                let mut queue: VecDeque<(Capability<u64>, Vec<Item>)> = VecDeque::new();
-                move |input, _output| {
-                    input.for_each_stamp(|cap, batches| {
-                        if let Some(held) = cap.retain_least(0) {
-                            for batch in batches {
-                                queue.push_back((held.clone(), std::mem::take(batch)));
-                            }
-                        }
-                    });
-                    let began = Instant::now();
-                    let work = cost.get();
-                    let mut figures = figures.borrow_mut();
-                    while let Some((_, batch)) = queue.front_mut() {
-                        if began.elapsed() >= PROCESSING_SLICE {
-                            break;
-                        }
-                        let Some((arrival_ms, _)) = batch.pop() else {
-                            queue.pop_front();
-                            continue;
-                        };
-                        work.run();
-                        figures.record_delay(now_ms() - arrival_ms as f64, target);
-                    }
-                    if !queue.is_empty() {
-                        activator.activate();
-                    }
-                }
+            // At most a slice of time per activation: the backlog stays
+            // visible in the output frontier, and the worker keeps feeding
+            // arrivals and running the controller.
+            .time_sliced("Process", PROCESSING_SLICE, move |_, (arrival_ms, _): Item| {
+                cost.get().run();
+                figures.borrow_mut().record_delay(now_ms() - arrival_ms as f64, target);
+                None::<()>
             })
             .probe()
             .0

@@ -14,3 +14,6 @@ pub mod plot;
 pub mod predictor;
 pub mod profile;
 pub mod shedder;
+pub mod sliced;
+
+pub use sliced::TimeSliced;
