@@ -95,11 +95,7 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
             self.store.install(packet);
         }
         let round = time / self.round;
-        records.sort_by_key(|(_, _, record)| match record {
-            Routed::Query(_) => 0,
-            Routed::Removal { .. } => 1,
-            Routed::Point(_) => 2,
-        });
+        records.sort_by_key(|(_, _, record)| record.kind());
         let start = std::time::Instant::now();
         let mut outputs = 0;
         let mut counted = |output| {
@@ -130,14 +126,17 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
     /// work (under a `split_gain`) and, every `merge_every` rounds, merges.
     pub(crate) fn end_round(&mut self, time: u64) -> RoundReport {
         let load = self.store.end_round(&self.model);
-        let mut local = match self.split_gain.filter(|_| self.plans_locally) {
-            Some(gain) => self.store.plan_refinement(&self.model, gain, time / self.round),
-            None => Vec::new(),
-        };
-        if self.plans_locally && (time / self.round + 1).is_multiple_of(self.merge_every) {
-            let splitting: Vec<PartitionId> = local.iter().flat_map(PlanChange::touched).collect();
-            let merges = self.store.plan_merges(&self.model, self.split_gain, &splitting);
-            local.extend(merges);
+        let mut local = Vec::new();
+        if self.plans_locally {
+            let floor = self.store.mean_work(&self.model);
+            if let Some(gain) = self.split_gain {
+                local = self.store.plan_refinement(&self.model, gain, floor, time / self.round);
+            }
+            if (time / self.round + 1).is_multiple_of(self.merge_every) {
+                let splitting: Vec<PartitionId> = local.iter().flat_map(PlanChange::touched).collect();
+                let merges = self.store.plan_merges(&self.model, self.split_gain, floor, &splitting);
+                local.extend(merges);
+            }
         }
         RoundReport {
             worker: self.store.me(),

@@ -293,12 +293,6 @@ impl<P: Clone + 'static, Q: Clone + 'static> SpatialJob<P, Q> {
         if self.batch == 0 {
             return Err(Error::invalid("--batch", "must be at least 1"));
         }
-        if self.round == 0 {
-            return Err(Error::invalid("--round", "must be at least 1"));
-        }
-        if self.merge_every == 0 {
-            return Err(Error::invalid("--merge-every", "must be at least 1"));
-        }
         if let PolicySpec::StaticBlocks(k) = self.policy {
             super::index::GlobalIndex::blocks(self.grid.clone(), workers, k)
                 .map_err(|e| Error::invalid("--policy", e.to_string()))?;

@@ -31,6 +31,27 @@ pub enum Item<P = (), Q = ()> {
     Removal(u64),
 }
 
+/// What a record is, in the order an epoch's records are applied:
+/// registrations, then removals, then points (so a point sees the queries
+/// of its own epoch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Kind {
+    Query,
+    Removal,
+    Point,
+}
+
+impl<P, Q> Item<P, Q> {
+    /// Its kind, to order an epoch's records by.
+    pub(crate) fn kind(&self) -> Kind {
+        match self {
+            Item::Query(_) => Kind::Query,
+            Item::Removal(_) => Kind::Removal,
+            Item::Point(_) => Kind::Point,
+        }
+    }
+}
+
 impl<P, Q> Record<P, Q> {
     /// A point of the space `grid`; an error if a coordinate is not finite,
     /// or lies outside the space under [`OutOfBounds::Reject`]. Under

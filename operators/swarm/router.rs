@@ -32,7 +32,7 @@ use super::geometry::{OutOfBounds, Rect};
 use super::ids::PartitionId;
 use super::index::GlobalIndex;
 use super::plan::{PlanHistory, PlanUpdate};
-use super::record::{Item, Record};
+use super::record::{Item, Kind, Record};
 
 /// A record on its way to one partition.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -52,6 +52,17 @@ pub(crate) type RoutedTo<S> = (
     PartitionId,
     Routed<<S as super::app::PartitionState>::Point, <S as super::app::PartitionState>::Query>,
 );
+
+impl<P, Q> Routed<P, Q> {
+    /// Its kind, to order an epoch's records by.
+    pub(crate) fn kind(&self) -> Kind {
+        match self {
+            Routed::Query(_) => Kind::Query,
+            Routed::Removal { .. } => Kind::Removal,
+            Routed::Point(_) => Kind::Point,
+        }
+    }
+}
 
 /// What the routers refused, counted on each worker.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -129,11 +140,7 @@ pub(crate) fn route<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>(
                 let plan = history.at(*cap.time());
                 let grid = plan.grid();
                 let mut session = output.session(&cap);
-                held.sort_by_key(|item| match item {
-                    Item::Query(_) => 0,
-                    Item::Removal(_) => 1,
-                    Item::Point(_) => 2,
-                });
+                held.sort_by_key(Item::kind);
                 let mut refused = refused.borrow_mut();
                 for item in held {
                     let (rect, routed) = match item {

@@ -149,7 +149,7 @@ impl<S: PartitionState> Store<S> {
 
     /// The mean work of the partitions held: the floor below which
     /// [`granularity`](super::granularity) leaves partitions alone.
-    fn mean_work(&self, model: &dyn CostModel) -> f64 {
+    pub(crate) fn mean_work(&self, model: &dyn CostModel) -> f64 {
         let total: f64 = self
             .partitions
             .values()
@@ -159,11 +159,11 @@ impl<S: PartitionState> Store<S> {
     }
 
     /// Splits of this worker's partitions, staying here, that cut their work
-    /// by at least `gain` (see [`best_split`]) at the end of round `round`;
+    /// by at least `gain` above `floor` (see [`best_split`]; the floor is
+    /// [`mean_work`](Self::mean_work)) at the end of round `round`;
     /// the parts of a split are split again while that pays, so a partition
     /// reaches its size in one round rather than one halving per update.
-    pub fn plan_refinement(&mut self, model: &dyn CostModel, gain: f64, round: u64) -> Vec<PlanChange> {
-        let floor = self.mean_work(model);
+    pub fn plan_refinement(&mut self, model: &dyn CostModel, gain: f64, floor: f64, round: u64) -> Vec<PlanChange> {
         let grid = self.index.grid().clone();
         let Store {
             me, partitions, mint, ..
@@ -206,9 +206,14 @@ impl<S: PartitionState> Store<S> {
 
     /// Merges of this worker's adjacent partitions (but those in `except`)
     /// whose union is a rectangle: all of them with no `gain`, else those
-    /// that add little work (see [`cheap_merge`]).
-    pub fn plan_merges(&mut self, model: &dyn CostModel, gain: Option<f64>, except: &[PartitionId]) -> Vec<PlanChange> {
-        let floor = self.mean_work(model);
+    /// that add little work above `floor` (see [`cheap_merge`]).
+    pub fn plan_merges(
+        &mut self,
+        model: &dyn CostModel,
+        gain: Option<f64>,
+        floor: f64,
+        except: &[PartitionId],
+    ) -> Vec<PlanChange> {
         let except: HashSet<PartitionId> = except.iter().copied().collect();
         let all = self
             .index
