@@ -2,7 +2,7 @@
 //! hotspot and on uniform data, the cost of migrations, and balance at 8 and
 //! 16 workers.
 //!
-//! `cargo bench --bench swarm_balance -- [--points N] [--queries N] [--work-us X] [--rounds R] [--scale]`
+//! `cargo bench --bench swarm_balance -- [--points N] [--queries N] [--work-us X] [--rounds R] [--scale] [--workloads hotspot,uniform] [--workers 2,4] [--grid CxR] [--finer]`
 //!
 //! Every configuration runs once per round, in rotating order, so machine
 //! noise hits all alike; the tables show, per configuration, the run with
@@ -35,6 +35,19 @@ struct Args {
     /// Also run SWARM on the hotspot at 8 and 16 workers.
     #[arg(long)]
     scale: bool,
+    /// Only these workloads (comma-separated: hotspot, uniform).
+    #[arg(long, value_delimiter = ',', default_values_t = [String::from("hotspot"), String::from("uniform")])]
+    workloads: Vec<String>,
+    /// Cells: CxR (columns x rows) over a 1000 x 1000 space.
+    #[arg(long, default_value = "64x64")]
+    grid: String,
+    /// Also run static plans finer than 64 blocks per worker: 256, 1024, ...
+    /// up to one cell per partition.
+    #[arg(long)]
+    finer: bool,
+    /// Only these worker counts of the main table (comma-separated).
+    #[arg(long, value_delimiter = ',', default_values_t = [2, 4])]
+    workers: Vec<usize>,
     /// cargo bench passes --bench; accepted and ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -59,7 +72,13 @@ fn label(policy: &PolicySpec) -> String {
 
 fn main() {
     let args = Args::parse();
-    let grid = Grid::new(Rect::new(0.0, 0.0, 1000.0, 1000.0).unwrap(), 64, 64).unwrap();
+    let (columns, rows) = args
+        .grid
+        .split_once('x')
+        .and_then(|(c, r)| Some((c.parse::<u32>().ok()?, r.parse::<u32>().ok()?)))
+        .unwrap_or_else(|| panic!("--grid {}: expected CxR, e.g. 64x64", args.grid));
+    let grid = Grid::new(Rect::new(0.0, 0.0, 1000.0, 1000.0).unwrap(), columns, rows).unwrap();
+    let cells = columns as usize * rows as usize;
     let workload = |concentration: f64| {
         Arc::new(
             Hotspots {
@@ -78,8 +97,22 @@ fn main() {
     ];
     let mut configs = Vec::new();
     for (name, input) in [("hotspot", &hotspot), ("uniform", &uniform)] {
-        for workers in [2, 4] {
-            let policies = STATIC_K.iter().map(|&k| PolicySpec::StaticBlocks(k)).chain(swarms);
+        if !args.workloads.iter().any(|w| w == name) {
+            continue;
+        }
+        for &workers in &args.workers {
+            // Finer plans: powers of 4 from 256 blocks per worker, then one cell per partition.
+            let per_cell = cells / workers;
+            let finer = std::iter::successors(Some(256), |k| Some(k * 4))
+                .take_while(|&k| k < per_cell)
+                .chain([per_cell])
+                .filter(|&k| args.finer && k > 64);
+            let policies = STATIC_K
+                .iter()
+                .copied()
+                .chain(finer)
+                .map(PolicySpec::StaticBlocks)
+                .chain(swarms);
             for policy in policies {
                 configs.push(Config {
                     workload: name,
@@ -144,13 +177,17 @@ fn main() {
         .iter()
         .map(|reports| spread(reports.iter().map(|r| r.points_per_s).collect()))
         .collect();
+    let rates: Vec<Vec<f64>> = runs
+        .iter()
+        .map(|reports| reports.iter().map(|r| r.points_per_s).collect())
+        .collect();
     let medians: Vec<SpatialReport> = runs
         .into_iter()
         .map(|reports| median_by(reports, |r| r.points_per_s))
         .collect();
     println!(
-        "SWARM vs static plans of k blocks per worker: {} points, {} queries, 64 x 64 grid, epochs of 1000 lines, rounds of 2 epochs, {} µs per check, {} rounds (median run shown, points/s range in brackets)",
-        args.points, args.queries, args.work_us, args.rounds
+        "SWARM vs static plans of k blocks per worker: {} points, {} queries, {} grid, epochs of 1000 lines, rounds of 2 epochs, {} µs per check, {} rounds (median run shown, points/s range in brackets)",
+        args.points, args.queries, args.grid, args.work_us, args.rounds
     );
     println!("| workload | workers | policy | points/s | p50 ms | p99 ms | max/mean checks | checks (M) | rebalanced rounds | moves / splits / merges | partitions at the end | KiB moved |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
@@ -202,35 +239,76 @@ fn main() {
             );
         }
     }
+    let is_static_of = |c: &Config, s: &Config, finer: bool| match s.policy {
+        PolicySpec::StaticBlocks(k) => {
+            s.workload == c.workload && s.workers == c.workers && (finer || STATIC_K.contains(&k))
+        }
+        _ => false,
+    };
+    let best_static = |c: &Config, finer: bool| {
+        configs
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| is_static_of(c, s, finer))
+            .max_by(|(a, _), (b, _)| medians[*a].points_per_s.total_cmp(&medians[*b].points_per_s))
+            .map(|(b, _)| b)
+    };
+    // Runs of one round are neighbours in time: their ratio cancels the machine's drift.
+    let paired = |i: usize, b: usize| spread(rates[i].iter().zip(&rates[b]).map(|(w, s)| w / s).collect());
     println!();
     println!("SWARM against the best static plan (k in {STATIC_K:?}) of the same workload and workers:");
     println!(
-        "| workload | workers | best static | policy | points/s ratio | p99 ms (vs best static) | max/mean checks |"
+        "| workload | workers | best static | policy | points/s ratio | paired ratio [range] | p99 ms (vs best static) | max/mean checks |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
     for (i, c) in configs.iter().enumerate() {
         if !matches!(c.policy, PolicySpec::Swarm(_)) {
             continue;
         }
-        let best = configs
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| {
-                matches!(s.policy, PolicySpec::StaticBlocks(_)) && s.workload == c.workload && s.workers == c.workers
-            })
-            .max_by(|(a, _), (b, _)| medians[*a].points_per_s.total_cmp(&medians[*b].points_per_s));
-        let Some((b, s)) = best else { continue };
+        let Some(b) = best_static(c, false) else { continue };
         let (w, st) = (&medians[i], &medians[b]);
+        let (low, mid, high) = paired(i, b);
         println!(
-            "| {} | {} | {} | {} | {:.2} | {:.1} ({:.1}) | {:.3} |",
+            "| {} | {} | {} | {} | {:.2} | {mid:.2} [{low:.2}–{high:.2}] | {:.1} ({:.1}) | {:.3} |",
             c.workload,
             c.workers,
-            s.policy,
+            configs[b].policy,
             label(&c.policy),
             w.points_per_s / st.points_per_s,
             w.latency_ms.p99,
             st.latency_ms.p99,
             w.max_over_mean_work
         );
+    }
+    if args.finer {
+        println!();
+        println!("SWARM against the best of every static plan run, and the worst (the cost of a wrong k):");
+        println!("| workload | workers | policy | best static | ratio to it (paired) | worst static | ratio to it |");
+        println!("|---|---|---|---|---|---|---|");
+        for (i, c) in configs.iter().enumerate() {
+            if !matches!(c.policy, PolicySpec::Swarm(_)) {
+                continue;
+            }
+            let Some(b) = best_static(c, true) else { continue };
+            let worst = configs
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| is_static_of(c, s, true))
+                .min_by(|(a, _), (b, _)| medians[*a].points_per_s.total_cmp(&medians[*b].points_per_s))
+                .map(|(b, _)| b)
+                .expect("the best exists");
+            let ratio = |b: usize| medians[i].points_per_s / medians[b].points_per_s;
+            println!(
+                "| {} | {} | {} | {} | {:.2} ({:.2}) | {} | {:.1} |",
+                c.workload,
+                c.workers,
+                label(&c.policy),
+                configs[b].policy,
+                ratio(b),
+                paired(i, b).1,
+                configs[worst].policy,
+                ratio(worst)
+            );
+        }
     }
 }

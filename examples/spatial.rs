@@ -51,8 +51,10 @@ struct Args {
     /// split or merge every round).
     #[arg(long, default_value = "swarm")]
     policy: String,
-    /// How SWARM decides to rebalance: `paper` (five stages) or `threshold:<tau>`.
-    #[arg(long, default_value = "paper")]
+    /// How SWARM decides to rebalance: `threshold:<tau>` (when the busiest
+    /// worker's cost exceeds tau × the mean) or `paper` (the five-stage
+    /// mechanism, for reproduction).
+    #[arg(long, default_value = "threshold:1.2")]
     decision: DecisionSpec,
     /// The space: x1,y1,x2,y2 (negative values as written: -180,-90,180,90).
     #[arg(long, default_value = "0,0,1000,1000", allow_hyphen_values = true)]

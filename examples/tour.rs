@@ -134,7 +134,7 @@ fn swarm_part(args: &Args) -> Result<(), equipoise::common::Error> {
     for policy in [
         PolicySpec::Static,
         PolicySpec::StaticBlocks(64),
-        PolicySpec::Swarm(DecisionSpec::Paper),
+        PolicySpec::Swarm(DecisionSpec::Threshold(1.2)),
     ] {
         let job = SpatialJob {
             grid: grid.clone(),

@@ -133,7 +133,17 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
                 local = self.store.plan_refinement(&self.model, gain, floor, time / self.round);
             }
             if (time / self.round + 1).is_multiple_of(self.merge_every) {
-                let splitting: Vec<PartitionId> = local.iter().flat_map(PlanChange::touched).collect();
+                // Neither what splits now nor what a change made in the
+                // last two merge intervals: statistics of a few rounds are
+                // noisy, and merging a fresh part undoes the split paid for.
+                let round = time / self.round;
+                let young = self
+                    .store
+                    .partitions()
+                    .iter()
+                    .filter(|(_, p)| p.born + 2 * self.merge_every > round)
+                    .map(|(&id, _)| id);
+                let splitting: Vec<PartitionId> = local.iter().flat_map(PlanChange::touched).chain(young).collect();
                 let merges = self.store.plan_merges(&self.model, self.split_gain, floor, &splitting);
                 local.extend(merges);
             }

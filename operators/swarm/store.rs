@@ -28,6 +28,8 @@ pub struct Partition<S> {
     pub stats: PartitionStats,
     /// Its application state.
     pub state: S,
+    /// The round its cells last changed (a split or merge made it).
+    pub born: u64,
 }
 
 /// A partition on its way to a new owner.
@@ -64,6 +66,7 @@ impl<S: PartitionState> Store<S> {
                         rect: info.rect,
                         stats,
                         state: S::default(),
+                        born: 0,
                     },
                 )
             })
@@ -310,6 +313,7 @@ impl<S: PartitionState> Store<S> {
                                 rect: a,
                                 stats: stats_a,
                                 state: state_a,
+                                born: round,
                             },
                         );
                         self.partitions.insert(
@@ -318,6 +322,7 @@ impl<S: PartitionState> Store<S> {
                                 rect: b,
                                 stats: stats_b,
                                 state: state_b,
+                                born: round,
                             },
                         );
                     }
@@ -351,7 +356,15 @@ impl<S: PartitionState> Store<S> {
                             &b.rect,
                             &state.query_cells(&grid, &rect, round),
                         );
-                        self.partitions.insert(into, Partition { rect, stats, state });
+                        self.partitions.insert(
+                            into,
+                            Partition {
+                                rect,
+                                stats,
+                                state,
+                                born: round,
+                            },
+                        );
                     }
                 }
             }
