@@ -38,6 +38,20 @@ pub trait Controller {
     }
 }
 
+impl<C: Controller + ?Sized> Controller for Box<C> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+
+    fn admitted_rate(&mut self, sample: &PeriodSample) -> f64 {
+        (**self).admitted_rate(sample)
+    }
+
+    fn actuation(&self) -> Actuation {
+        (**self).actuation()
+    }
+}
+
 /// The fraction of arrivals to drop so that `admitted` of `arrival` pass.
 pub fn drop_fraction(admitted: f64, arrival: f64) -> f64 {
     if arrival > 0.0 {

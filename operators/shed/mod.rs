@@ -3,6 +3,7 @@
 //! shedding operator, and identification and pole-placement design.
 
 pub mod actuator;
+pub mod closed_loop;
 pub mod controller;
 pub mod design;
 pub mod excitation;
@@ -16,4 +17,6 @@ pub mod profile;
 pub mod shedder;
 pub mod sliced;
 
+pub use closed_loop::{Clock, LoopFigures, LoopHandle, LoopPeriod, LoopSettings, ShedLoop};
+pub use controller::{Coarse, Controller, NoShedding, PeriodSample, Pi, PiParams};
 pub use sliced::TimeSliced;

@@ -99,35 +99,46 @@ impl<'scope, T: Timestamp, D: Clone + 'static> Shed<'scope, T, D> for StreamVec<
                     let fraction = state.fraction;
                     for batch in batches {
                         state.arrived += batch.len() as u64;
-                        let before = batch.len();
-                        match mode {
-                            ShedMode::Random => batch.retain(|_| !rng.random_bool(fraction)),
-                            ShedMode::Semantic => {
-                                // Drop the `fraction` share of lowest utility.
-                                let drop = (fraction * before as f64).round() as usize;
-                                if drop > 0 {
-                                    ranked.clear();
-                                    ranked.extend(batch.iter().enumerate().map(|(i, d)| (utility(d), i)));
-                                    ranked.select_nth_unstable_by(drop - 1, |a, b| {
-                                        a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))
-                                    });
-                                    let mut keep = vec![true; before];
-                                    for &(_, index) in &ranked[..drop] {
-                                        keep[index] = false;
-                                    }
-                                    let mut index = 0;
-                                    batch.retain(|_| {
-                                        index += 1;
-                                        keep[index - 1]
-                                    });
-                                }
-                            }
-                        }
-                        state.dropped += (before - batch.len()) as u64;
+                        state.dropped += drop_share(batch, fraction, mode, &utility, &mut rng, &mut ranked) as u64;
                         session.give_container(batch);
                     }
                 });
             }
         })
     }
+}
+
+/// Drops the `fraction` share of `batch` by `mode` (lowest `utility` first,
+/// or each record with that probability from `rng`); returns how many.
+/// `ranked` is scratch space kept between calls.
+pub(crate) fn drop_share<D>(
+    batch: &mut Vec<D>,
+    fraction: f64,
+    mode: ShedMode,
+    utility: &impl Fn(&D) -> f64,
+    rng: &mut SmallRng,
+    ranked: &mut Vec<(f64, usize)>,
+) -> usize {
+    let before = batch.len();
+    match mode {
+        ShedMode::Random => batch.retain(|_| !rng.random_bool(fraction)),
+        ShedMode::Semantic => {
+            let drop = (fraction * before as f64).round() as usize;
+            if drop > 0 {
+                ranked.clear();
+                ranked.extend(batch.iter().enumerate().map(|(i, d)| (utility(d), i)));
+                ranked.select_nth_unstable_by(drop - 1, |a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                let mut keep = vec![true; before];
+                for &(_, index) in &ranked[..drop] {
+                    keep[index] = false;
+                }
+                let mut index = 0;
+                batch.retain(|_| {
+                    index += 1;
+                    keep[index - 1]
+                });
+            }
+        }
+    }
+    before - batch.len()
 }

@@ -1,0 +1,365 @@
+//! The shedding loop as one operator: placed where records enter a
+//! dataflow, it drops what its controller asks, measures the delay at the
+//! output the program cares about (through that output's probe), and runs
+//! the controller every period, waking itself with timely's activations.
+//!
+//! What it measures, each on its own worker:
+//! - **arrivals** and **admitted** records: the records it sees and passes;
+//! - **processed** records: those it admitted at times the output frontier
+//!   has passed (a record is done when its time is complete at the output);
+//! - the **frontier delay**: how long ago the oldest incomplete time at the
+//!   output began, sampled at every activation and averaged over the period.
+//!   When a time began is the [`Clock`]'s business: by default the moment
+//!   this operator saw that time's first record, or a function of the
+//!   timestamp (for timestamps that are themselves instants, such as
+//!   milliseconds since a known start).
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use serde::{Deserialize, Serialize};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::{ProbeHandle, StreamVec};
+use timely::order::TotalOrder;
+use timely::progress::Timestamp;
+
+use super::actuator::{Actuation, RateTracker};
+use super::controller::{drop_fraction, Controller, PeriodSample};
+use super::predictor::{DelayPredictor, Prediction};
+use super::shedder::{drop_share, ShedMode};
+
+/// When a timestamp began, for the frontier delay.
+#[derive(Clone, Default)]
+pub enum Clock<T> {
+    /// When this operator saw the first record of that time: right for
+    /// epochs that are batches, numbered as they open.
+    #[default]
+    FirstRecord,
+    /// A function of the timestamp, e.g. `start + t ms`.
+    Stamp(Rc<dyn Fn(&T) -> Instant>),
+}
+
+/// Settings of a shedding loop.
+#[derive(Clone)]
+pub struct LoopSettings<T> {
+    /// D_t: the delay the loop keeps admitted records under.
+    pub target: Duration,
+    /// W: how often the controller runs.
+    pub period: Duration,
+    /// What delay the controller sees: the measurement or the Smith prediction.
+    pub prediction: Prediction,
+    /// How records are chosen for dropping.
+    pub mode: ShedMode,
+    /// Seed of random choices (mixed with the worker index).
+    pub seed: u64,
+    /// How the controller's rate reaches the drops; `None`: the
+    /// controller's own way (see [`Controller::actuation`]).
+    pub actuation: Option<Actuation>,
+    /// When a timestamp began.
+    pub clock: Clock<T>,
+}
+
+impl<T> LoopSettings<T> {
+    /// A target delay and a period; the Smith prediction, random drops, the
+    /// first-record clock.
+    pub fn new(target: Duration, period: Duration) -> Self {
+        LoopSettings {
+            target,
+            period,
+            prediction: Prediction::Smith,
+            mode: ShedMode::Random,
+            seed: 0,
+            actuation: None,
+            clock: Clock::FirstRecord,
+        }
+    }
+
+    /// The same with timestamps read by `clock`.
+    pub fn with_clock(self, clock: impl Fn(&T) -> Instant + 'static) -> Self {
+        LoopSettings {
+            clock: Clock::Stamp(Rc::new(clock)),
+            ..self
+        }
+    }
+}
+
+/// One period as the loop saw it (this worker's rates).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoopPeriod {
+    /// When the period ended, since the loop started.
+    pub end: Duration,
+    /// What the controller was given.
+    pub sample: PeriodSample,
+    /// The delay it controlled on (the prediction, or the measurement), ms.
+    pub controlled_delay_ms: f64,
+    /// The drop fraction during the period.
+    pub drop_fraction: f64,
+}
+
+/// What a loop did so far on this worker.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoopFigures {
+    /// Records that reached the loop.
+    pub arrived: u64,
+    /// Records it dropped.
+    pub dropped: u64,
+    /// Admitted records whose time the output has completed.
+    pub processed: u64,
+    /// One row per period.
+    pub periods: Vec<LoopPeriod>,
+}
+
+/// The program's view of a loop.
+#[derive(Clone, Default)]
+pub struct LoopHandle(Rc<RefCell<LoopFigures>>);
+
+impl LoopHandle {
+    /// What the loop did so far.
+    pub fn figures(&self) -> LoopFigures {
+        self.0.borrow().clone()
+    }
+}
+
+/// A closed shedding loop on a stream.
+pub trait ShedLoop<'scope, T: Timestamp + TotalOrder, D> {
+    /// Admits records under `controller`'s rate so that the delay at the
+    /// output probed by `output` stays near `settings.target`, and returns
+    /// the admitted records with a handle on the loop's figures. The
+    /// controller runs every `settings.period` on each worker, on that
+    /// worker's rates and the shared output frontier. `utility` ranks
+    /// records under [`ShedMode::Semantic`] (lowest dropped first); it is
+    /// not called under [`ShedMode::Random`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use timely::dataflow::operators::{Input, Inspect, Probe};
+    /// use timely::dataflow::ProbeHandle;
+    /// use equipoise::shed::design::{default_poles, nominal_pi};
+    /// use equipoise::shed::predictor::Prediction;
+    /// use equipoise::shed::{LoopSettings, Pi, ShedLoop};
+    ///
+    /// timely::execute(timely::Config::process(2), |worker| {
+    ///     let settings = LoopSettings::new(Duration::from_millis(300), Duration::from_millis(100));
+    ///     // PI designed for 100 ms periods and about 10^6 records/s per worker.
+    ///     let params = nominal_pi(100.0, 1e6, default_poles(Prediction::Smith));
+    ///     let controller = Pi::new(params, 300.0);
+    ///     let mut input = timely::dataflow::InputHandle::new();
+    ///     let output = ProbeHandle::new();
+    ///     let handle = worker.dataflow::<u64, _, _>(|scope| {
+    ///         let (admitted, handle) = scope
+    ///             .input_from(&mut input)
+    ///             .shed_loop(&settings, controller, &output, |_: &u64| 0.0);
+    ///         // The user's own dataflow; its output is what the loop watches.
+    ///         admitted.inspect(|x| assert!(*x < 1000)).probe_with(&output);
+    ///         handle
+    ///     });
+    ///     for epoch in 0..10u64 {
+    ///         for x in 0..100 {
+    ///             input.send(epoch * 100 + x);
+    ///         }
+    ///         input.advance_to(epoch + 1);
+    ///         worker.step_while(|| output.less_than(input.time()));
+    ///     }
+    ///     let figures = handle.figures();
+    ///     assert_eq!(figures.arrived, 1000);
+    ///     assert_eq!(figures.dropped, 0); // no overload: nothing dropped
+    /// })
+    /// .unwrap();
+    /// ```
+    fn shed_loop(
+        self,
+        settings: &LoopSettings<T>,
+        controller: impl Controller + 'static,
+        output: &ProbeHandle<T>,
+        utility: impl Fn(&D) -> f64 + 'static,
+    ) -> (StreamVec<'scope, T, D>, LoopHandle);
+}
+
+/// The time constant of the held-rate actuator's arrival-rate estimate:
+/// short against any sampling period, long against a worker's step.
+const ARRIVAL_WINDOW_MS: f64 = 10.0;
+
+/// Delay samples per period (the loop also samples at every arrival).
+const SAMPLES_PER_PERIOD: u32 = 10;
+
+impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, D> for StreamVec<'scope, T, D> {
+    fn shed_loop(
+        self,
+        settings: &LoopSettings<T>,
+        mut controller: impl Controller + 'static,
+        output: &ProbeHandle<T>,
+        utility: impl Fn(&D) -> f64 + 'static,
+    ) -> (StreamVec<'scope, T, D>, LoopHandle) {
+        let scope = self.scope();
+        let handle = LoopHandle::default();
+        let figures = Rc::clone(&handle.0);
+        let output = output.clone();
+        let settings = settings.clone();
+        let worker = scope.index() as u64;
+        let stream =
+            self.unary_frontier::<CapacityContainerBuilder<Vec<D>>, _, _, _>(Pipeline, "ShedLoop", move |_, info| {
+                let activator = scope.activator_for(info.address);
+                let tick = (settings.period / SAMPLES_PER_PERIOD).max(Duration::from_millis(1));
+                activator.activate_after(tick);
+                let mut rng = SmallRng::seed_from_u64(settings.seed ^ worker.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                let mut ranked = Vec::new();
+                let mut meter = Meter::new(&settings);
+                let actuation = settings.actuation.unwrap_or_else(|| controller.actuation());
+                let mut predictor = DelayPredictor::default();
+                let mut tracker = RateTracker::new(ARRIVAL_WINDOW_MS);
+                let mut fraction = 0.0;
+                move |(input, frontier), session| {
+                    let now = Instant::now();
+                    input.for_each_stamp(|cap, batches| {
+                        let mut figures = figures.borrow_mut();
+                        let mut out = session.session(&cap);
+                        for batch in batches {
+                            let arrived = batch.len() as u64;
+                            if actuation == Actuation::Rate {
+                                fraction = tracker.observe(arrived as f64, meter.since_observed(now));
+                            }
+                            let dropped =
+                                drop_share(batch, fraction, settings.mode, &utility, &mut rng, &mut ranked) as u64;
+                            figures.arrived += arrived;
+                            figures.dropped += dropped;
+                            if let Some(time) = cap.least() {
+                                meter.admit(time, now, arrived, arrived - dropped);
+                            }
+                            out.give_container(batch);
+                        }
+                    });
+                    let least = output.with_frontier(|f| f.first().cloned());
+                    let processed = meter.observe(least.as_ref(), now);
+                    figures.borrow_mut().processed += processed;
+                    if let Some((sample, measured)) = meter.period_end(now) {
+                        let mut controlled = sample;
+                        if settings.prediction == Prediction::Smith {
+                            controlled.delay_ms = predictor.predict(&sample);
+                        }
+                        let admitted = controller.admitted_rate(&controlled);
+                        match actuation {
+                            Actuation::Rate => tracker.set_admitted(admitted),
+                            Actuation::Fraction => fraction = drop_fraction(admitted, sample.arrival_rate),
+                        }
+                        figures.borrow_mut().periods.push(LoopPeriod {
+                            end: now - meter.started,
+                            sample: PeriodSample {
+                                delay_ms: measured,
+                                ..sample
+                            },
+                            controlled_delay_ms: controlled.delay_ms,
+                            drop_fraction: drop_fraction(sample.admitted_rate, sample.arrival_rate),
+                        });
+                    }
+                    // Keep waking until the input is done and the output has
+                    // completed everything admitted.
+                    if !(frontier.is_empty() && least.is_none()) {
+                        activator.activate_after(tick);
+                    }
+                }
+            });
+        (stream, handle)
+    }
+}
+
+/// The loop's measurements: per-time admitted counts and first sightings,
+/// and the running sums of the current period.
+struct Meter<T> {
+    clock: Clock<T>,
+    period: Duration,
+    started: Instant,
+    last_observed: Instant,
+    /// Admitted records and the first sighting, per time not yet complete.
+    pending: BTreeMap<T, (u64, Instant)>,
+    period_start: Instant,
+    arrived: u64,
+    admitted: u64,
+    processed: u64,
+    delay_sum_ms: f64,
+    samples: u64,
+    age_ms: f64,
+}
+
+impl<T: Timestamp + TotalOrder> Meter<T> {
+    fn new(settings: &LoopSettings<T>) -> Self {
+        let now = Instant::now();
+        Meter {
+            clock: settings.clock.clone(),
+            period: settings.period,
+            started: now,
+            last_observed: now,
+            pending: BTreeMap::new(),
+            period_start: now,
+            arrived: 0,
+            admitted: 0,
+            processed: 0,
+            delay_sum_ms: 0.0,
+            samples: 0,
+            age_ms: 0.0,
+        }
+    }
+
+    /// Milliseconds since the last arrivals were observed.
+    fn since_observed(&mut self, now: Instant) -> f64 {
+        let elapsed = now.saturating_duration_since(self.last_observed);
+        self.last_observed = now;
+        elapsed.as_secs_f64() * 1000.0
+    }
+
+    fn admit(&mut self, time: &T, now: Instant, arrived: u64, admitted: u64) {
+        self.arrived += arrived;
+        self.admitted += admitted;
+        self.pending.entry(time.clone()).or_insert((0, now)).0 += admitted;
+    }
+
+    /// Takes in the output frontier's least time (`None`: all done): counts
+    /// what completed, samples the delay. Returns the records completed.
+    fn observe(&mut self, least: Option<&T>, now: Instant) -> u64 {
+        let still = match least {
+            Some(least) => self.pending.split_off(least),
+            None => BTreeMap::new(),
+        };
+        let done: u64 = std::mem::replace(&mut self.pending, still)
+            .values()
+            .map(|(n, _)| n)
+            .sum();
+        self.processed += done;
+        let began = match (&self.clock, least) {
+            (_, None) => None,
+            (Clock::Stamp(clock), Some(least)) => Some(clock(least)),
+            (Clock::FirstRecord, Some(_)) => self.pending.values().next().map(|(_, seen)| *seen),
+        };
+        self.age_ms = began.map_or(0.0, |began| now.saturating_duration_since(began).as_secs_f64() * 1000.0);
+        self.delay_sum_ms += self.age_ms;
+        self.samples += 1;
+        done
+    }
+
+    /// At a period's end, the sample for the controller and the measured
+    /// mean delay; the sums start again.
+    fn period_end(&mut self, now: Instant) -> Option<(PeriodSample, f64)> {
+        let length = now.saturating_duration_since(self.period_start);
+        if length < self.period || self.samples == 0 {
+            return None;
+        }
+        let seconds = length.as_secs_f64();
+        let sample = PeriodSample {
+            delay_ms: self.delay_sum_ms / self.samples as f64,
+            arrival_rate: self.arrived as f64 / seconds,
+            admitted_rate: self.admitted as f64 / seconds,
+            processed_rate: self.processed as f64 / seconds,
+            age_ms: self.age_ms,
+            length_ms: seconds * 1000.0,
+        };
+        self.period_start = now;
+        (self.arrived, self.admitted, self.processed, self.samples) = (0, 0, 0, 0);
+        self.delay_sum_ms = 0.0;
+        Some((sample, sample.delay_ms))
+    }
+}
