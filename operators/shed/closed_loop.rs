@@ -15,7 +15,7 @@
 //!   milliseconds since a known start).
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -188,6 +188,12 @@ const ARRIVAL_WINDOW_MS: f64 = 10.0;
 /// Delay samples per period (the loop also samples at every arrival).
 const SAMPLES_PER_PERIOD: u32 = 10;
 
+/// The shortest window the processed rate is measured over. Completions
+/// are seen when the output frontier moves, and with several workers it
+/// moves in steps of tens of milliseconds: over one short period the rate
+/// reads 0 in one and twice capacity in the next.
+const RATE_WINDOW: Duration = Duration::from_millis(200);
+
 impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, D> for StreamVec<'scope, T, D> {
     fn shed_loop(
         self,
@@ -280,6 +286,9 @@ struct Meter<T> {
     period_start: Instant,
     arrived: u64,
     admitted: u64,
+    /// Completions so far, at the ends of the periods of the last
+    /// [`RATE_WINDOW`] (and one before), oldest first.
+    completed: VecDeque<(Instant, u64)>,
     processed: u64,
     delay_sum_ms: f64,
     samples: u64,
@@ -298,6 +307,7 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
             period_start: now,
             arrived: 0,
             admitted: 0,
+            completed: VecDeque::from([(now, 0)]),
             processed: 0,
             delay_sum_ms: 0.0,
             samples: 0,
@@ -349,11 +359,18 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
             return None;
         }
         let seconds = length.as_secs_f64();
+        let total = self.completed.back().map_or(0, |&(_, total)| total) + self.processed;
+        self.completed.push_back((now, total));
+        while self.completed.len() > 2 && now.saturating_duration_since(self.completed[1].0) >= RATE_WINDOW {
+            self.completed.pop_front();
+        }
+        let (since, before) = self.completed[0];
+        let window = now.saturating_duration_since(since).as_secs_f64().max(seconds);
         let sample = PeriodSample {
             delay_ms: self.delay_sum_ms / self.samples as f64,
             arrival_rate: self.arrived as f64 / seconds,
             admitted_rate: self.admitted as f64 / seconds,
-            processed_rate: self.processed as f64 / seconds,
+            processed_rate: (total - before) as f64 / window,
             age_ms: self.age_ms,
             length_ms: seconds * 1000.0,
         };
