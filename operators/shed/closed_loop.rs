@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::operators::Capability;
 use timely::dataflow::{ProbeHandle, StreamVec};
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
@@ -215,6 +216,7 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
                 activator.activate_after(tick);
                 let mut rng = SmallRng::seed_from_u64(settings.seed ^ worker.wrapping_mul(0x9e37_79b9_7f4a_7c15));
                 let mut ranked = Vec::new();
+                let mut arrivals: Vec<(Capability<T>, Vec<D>)> = Vec::new();
                 let mut meter = Meter::new(&settings);
                 let actuation = settings.actuation.unwrap_or_else(|| controller.actuation());
                 let mut predictor = DelayPredictor::default();
@@ -222,24 +224,28 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
                 let mut fraction = 0.0;
                 move |(input, frontier), session| {
                     let now = Instant::now();
+                    // All of this activation's arrivals first: the held
+                    // rate's arrival estimate must see them as one interval.
                     input.for_each_stamp(|cap, batches| {
-                        let mut figures = figures.borrow_mut();
-                        let mut out = session.session(&cap);
-                        for batch in batches {
-                            let arrived = batch.len() as u64;
-                            if actuation == Actuation::Rate {
-                                fraction = tracker.observe(arrived as f64, meter.since_observed(now));
-                            }
-                            let dropped =
-                                drop_share(batch, fraction, settings.mode, &utility, &mut rng, &mut ranked) as u64;
-                            figures.arrived += arrived;
-                            figures.dropped += dropped;
-                            if let Some(time) = cap.least() {
-                                meter.admit(time, now, arrived, arrived - dropped);
-                            }
-                            out.give_container(batch);
+                        if let Some(cap) = cap.retain_least(0) {
+                            arrivals.extend(batches.map(|batch| (cap.clone(), std::mem::take(batch))));
                         }
                     });
+                    if !arrivals.is_empty() && actuation == Actuation::Rate {
+                        let count = arrivals.iter().map(|(_, batch)| batch.len()).sum::<usize>();
+                        fraction = tracker.observe(count as f64, meter.since_observed(now));
+                    }
+                    let mut figures_now = figures.borrow_mut();
+                    for (cap, mut batch) in arrivals.drain(..) {
+                        let arrived = batch.len() as u64;
+                        let dropped =
+                            drop_share(&mut batch, fraction, settings.mode, &utility, &mut rng, &mut ranked) as u64;
+                        figures_now.arrived += arrived;
+                        figures_now.dropped += dropped;
+                        meter.admit(cap.time(), now, arrived, arrived - dropped);
+                        session.session(&cap).give_container(&mut batch);
+                    }
+                    drop(figures_now);
                     let least = output.with_frontier(|f| f.first().cloned());
                     let processed = meter.observe(least.as_ref(), now);
                     figures.borrow_mut().processed += processed;

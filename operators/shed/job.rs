@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use timely::dataflow::operators::vec::Input;
 use timely::dataflow::operators::Probe;
-use timely::dataflow::InputHandle;
+use timely::dataflow::{InputHandle, ProbeHandle};
 
 use crate::common::cluster::ClusterArgs;
 use crate::common::driver::run_gathered;
@@ -20,12 +20,13 @@ use crate::common::latency::LatencySummary;
 use crate::common::spin::BusyWork;
 use crate::common::Error;
 
-use super::actuator::{Actuation, RateTracker};
-use super::controller::{drop_fraction, Coarse, Controller, NoShedding, PeriodSample, Pi, PiParams};
+use super::actuator::Actuation;
+use super::closed_loop::{LoopSettings, ShedLoop};
+use super::controller::{Coarse, Controller, NoShedding, Pi, PiParams};
 use super::excitation::{ExcitationSpec, Excited};
-use super::predictor::{DelayPredictor, Prediction};
+use super::predictor::Prediction;
 use super::profile::Profile;
-use super::shedder::{Shed, ShedMode, Shedder};
+use super::shedder::ShedMode;
 use super::sliced::TimeSliced;
 
 /// Which controller runs.
@@ -171,10 +172,6 @@ pub struct ShedReport {
     pub trace: Vec<TraceRow>,
 }
 
-/// The time constant of the held-rate actuator's arrival-rate estimate:
-/// short against any sampling period, long against a worker's step.
-const ARRIVAL_WINDOW_MS: f64 = 10.0;
-
 /// Longest a processing activation runs before yielding to the driver.
 const PROCESSING_SLICE: Duration = Duration::from_millis(2);
 
@@ -227,38 +224,47 @@ fn run_worker(worker: &mut timely::worker::Worker, job: &ShedJob) -> WorkerFigur
     let (index, peers) = (worker.index(), worker.peers());
     let start = Instant::now();
     let now_ms = move || start.elapsed().as_secs_f64() * 1000.0;
-    let shedder = Shedder::default();
     let work = |cost_us: f64| BusyWork::new(Duration::from_secs_f64(cost_us / 1e6));
     let cost = Rc::new(Cell::new(work(job.cost_us)));
     let figures = Rc::new(RefCell::new(WorkerFigures::default()));
     let mut input = InputHandle::new();
     let target = job.target_ms;
-    let probe = worker.dataflow::<u64, _, _>(|scope| {
+    let periods = (job.duration_s * 1000.0 / job.period_ms).ceil() as usize;
+    let mut settings = LoopSettings::new(
+        Duration::from_secs_f64(job.target_ms / 1000.0),
+        Duration::from_secs_f64(job.period_ms / 1000.0),
+    )
+    // Records are stamped with their arrival millisecond.
+    .with_clock(move |ms: &u64| start + Duration::from_millis(*ms));
+    settings.prediction = job.prediction;
+    settings.mode = job.mode;
+    settings.seed = job.seed;
+    settings.actuation = job.actuation;
+    let output = ProbeHandle::new();
+    let shedding = worker.dataflow::<u64, _, _>(|scope| {
         let (cost, figures) = (Rc::clone(&cost), Rc::clone(&figures));
-        scope
-            .input_from(&mut input)
-            .shed(&shedder, job.mode, |(_, utility): &Item| *utility, job.seed)
-            // At most a slice of time per activation: the backlog stays
-            // visible in the output frontier, and the worker keeps feeding
-            // arrivals and running the controller.
+        let controller = job.controller.build(job.target_ms, periods);
+        let (admitted, shedding) =
+            scope
+                .input_from(&mut input)
+                .shed_loop(&settings, controller, &output, |(_, utility): &Item| *utility);
+        // At most a slice of time per activation: the backlog stays visible
+        // in the output frontier, and the worker keeps feeding arrivals and
+        // running the loop.
+        admitted
             .time_sliced("Process", PROCESSING_SLICE, move |_, (arrival_ms, _): Item| {
                 cost.get().run();
                 figures.borrow_mut().record_delay(now_ms() - arrival_ms as f64, target);
                 None::<()>
             })
-            .probe()
-            .0
+            .probe_with(&output);
+        shedding
     });
-    let periods = (job.duration_s * 1000.0 / job.period_ms).ceil() as usize;
-    let mut controller = job.controller.build(job.target_ms, periods);
-    let mut predictor = DelayPredictor::default();
-    let actuation = job.actuation.unwrap_or_else(|| controller.actuation());
-    let mut tracker = RateTracker::new(ARRIVAL_WINDOW_MS);
     let share = 1.0 / peers as f64;
-    let (mut owed, mut sent, mut last) = (0.0f64, 0u64, 0.0f64);
-    let mut period = Period::default();
+    let (mut owed, mut last) = (0.0f64, 0.0f64);
     let mut utility = job.seed ^ (index as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
     let duration_ms = job.duration_s * 1000.0;
+    let mut reported = 0;
     loop {
         let now = now_ms().min(duration_ms);
         let t = now / 1000.0;
@@ -280,90 +286,47 @@ fn run_worker(worker: &mut timely::worker::Worker, job: &ShedJob) -> WorkerFigur
             }
             utility = splitmix64(utility);
             input.send((time, (utility >> 11) as f64 / (1u64 << 53) as f64));
-            sent += 1;
-        }
-        if actuation == Actuation::Rate {
-            shedder.set_fraction(tracker.observe(count, now - last));
         }
         last = now;
         if now >= duration_ms {
             break;
         }
         worker.step();
-        // Frontier-measured delay: how far the completed output lags.
-        let age = probe.with_frontier(|f| f.first().map_or(0.0, |&least| (now - least as f64).max(0.0)));
-        period.delay_sum += age;
-        period.samples += 1;
-        if now - period.start >= job.period_ms {
-            let seconds = (now - period.start) / 1000.0;
-            let processed = figures.borrow().processed;
-            let (shed_arrived, shed_dropped) = shedder.counts();
-            let passed = shed_arrived - shed_dropped;
-            let mut sample = PeriodSample {
-                delay_ms: period.delay_sum / period.samples as f64,
-                arrival_rate: (sent - period.sent) as f64 / seconds,
-                admitted_rate: (passed - period.passed) as f64 / seconds,
-                processed_rate: (processed - period.processed) as f64 / seconds,
-                age_ms: age,
-                length_ms: now - period.start,
-            };
-            let measured_delay = sample.delay_ms;
-            if job.prediction == Prediction::Smith {
-                sample.delay_ms = predictor.predict(&sample);
-            }
-            let admitted = controller.admitted_rate(&sample);
-            match actuation {
-                Actuation::Rate => tracker.set_admitted(admitted),
-                Actuation::Fraction => shedder.set_fraction(drop_fraction(admitted, sample.arrival_rate)),
-            }
-            let fraction = drop_fraction(sample.admitted_rate, sample.arrival_rate);
-            let mut figures = figures.borrow_mut();
-            if index == 0 && job.progress && (now / 1000.0).floor() > (period.start / 1000.0).floor() {
+        if index == 0 && job.progress && (now / 1000.0) as u64 > reported {
+            reported = (now / 1000.0) as u64;
+            if let Some(period) = shedding.figures().periods.last() {
                 eprintln!(
                     "[shedding] {t:.1} s: arrivals {:.0}/s, drop {:.1} %, delay {:.0} ms",
-                    sample.arrival_rate * peers as f64,
-                    100.0 * fraction,
-                    measured_delay
+                    period.sample.arrival_rate * peers as f64,
+                    100.0 * period.drop_fraction,
+                    period.sample.delay_ms
                 );
             }
-            if index == 0 {
-                figures.trace.push(TraceRow {
-                    time_s: t,
-                    arrival_rate: sample.arrival_rate * peers as f64,
-                    admitted_rate: sample.admitted_rate * peers as f64,
-                    processed_rate: sample.processed_rate * peers as f64,
-                    drop_fraction: fraction,
-                    mean_delay_ms: measured_delay,
-                    controlled_delay_ms: sample.delay_ms,
-                });
-            }
-            period = Period {
-                start: now,
-                sent,
-                passed,
-                processed,
-                ..Period::default()
-            };
         }
     }
     drop(input);
-    while !probe.done() {
+    while !output.done() {
         worker.step_or_park(None);
     }
+    let shed = shedding.figures();
     let mut figures = figures.take();
-    (figures.arrived, figures.dropped) = shedder.counts();
+    (figures.arrived, figures.dropped) = (shed.arrived, shed.dropped);
+    if index == 0 {
+        figures.trace = shed
+            .periods
+            .iter()
+            .map(|period| TraceRow {
+                time_s: period.end.as_secs_f64(),
+                arrival_rate: period.sample.arrival_rate * peers as f64,
+                admitted_rate: period.sample.admitted_rate * peers as f64,
+                processed_rate: period.sample.processed_rate * peers as f64,
+                drop_fraction: period.drop_fraction,
+                mean_delay_ms: period.sample.delay_ms,
+                controlled_delay_ms: period.controlled_delay_ms,
+            })
+            .collect();
+    }
     figures
-}
-
-/// The running sums of one sampling period.
-#[derive(Debug, Clone, Copy, Default)]
-struct Period {
-    start: f64,
-    sent: u64,
-    passed: u64,
-    processed: u64,
-    delay_sum: f64,
-    samples: u64,
 }
 
 impl WorkerFigures {
