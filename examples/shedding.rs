@@ -10,13 +10,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use equipoise::common::cluster::ClusterArgs;
 use equipoise::common::report::write_report;
 use equipoise::common::Error;
 use equipoise::shed::actuator::Actuation;
 use equipoise::shed::controller::PiParams;
 use equipoise::shed::design::{default_poles, design, nominal_pi};
 use equipoise::shed::identification::Identification;
-use equipoise::shed::job::{run_shedding, ControllerSpec, CostStep, ShedJob, ShedReport};
+use equipoise::shed::job::{run_shedding_on, ControllerSpec, CostStep, ShedJob, ShedReport};
 use equipoise::shed::plot::{write_trace_csv, write_trace_svg};
 use equipoise::shed::predictor::Prediction;
 use equipoise::shed::profile::Profile;
@@ -40,9 +41,9 @@ enum Command {
 
 #[derive(Args, Debug)]
 struct Common {
-    /// Worker threads.
-    #[arg(short = 'w', long = "workers", default_value_t = 1)]
-    workers: usize,
+    /// Workers and processes (`identify` runs in one process).
+    #[command(flatten)]
+    cluster: ClusterArgs,
     /// Processing cost per record, µs (calibrated on an idle core).
     #[arg(long, default_value_t = 20.0)]
     cost_us: f64,
@@ -191,7 +192,8 @@ fn run(args: RunArgs) -> Result<(), Error> {
             format!("{} is not a positive number of ms", args.target_ms),
         ));
     }
-    let capacity = c.workers as f64 * 1e6 / c.cost_us.max(1e-3);
+    let workers = c.cluster.total_workers();
+    let capacity = workers as f64 * 1e6 / c.cost_us.max(1e-3);
     let controller = match args.controller.as_str() {
         "pi" => ControllerSpec::Pi(match (&args.pi, &args.pi_file) {
             (Some(text), _) => {
@@ -214,7 +216,7 @@ fn run(args: RunArgs) -> Result<(), Error> {
                     .map_err(|e| Error::invalid("--pi-file", format!("{}: {e}", path.display())))?
             }
             // Each worker controls its own input into its own queue.
-            (None, None) => nominal_pi(c.period_ms, capacity / c.workers as f64, default_poles(args.prediction)),
+            (None, None) => nominal_pi(c.period_ms, capacity / workers as f64, default_poles(args.prediction)),
         }),
         "ca" => ControllerSpec::Coarse,
         "none" => ControllerSpec::None,
@@ -233,7 +235,10 @@ fn run(args: RunArgs) -> Result<(), Error> {
         let (cost_us, at_s) = pair("--cost-step", text)?;
         job.cost_step = Some(CostStep { cost_us, at_s });
     }
-    let report = run_shedding(job, c.workers)?;
+    // The report is in the process that hosts worker 0.
+    let Some(report) = run_shedding_on(job, &c.cluster)? else {
+        return Ok(());
+    };
     print_summary(&report);
     if let Some(path) = &args.trace {
         write_trace_csv(path, &report.trace)?;
@@ -254,8 +259,14 @@ fn run(args: RunArgs) -> Result<(), Error> {
 
 fn identify(args: IdentifyArgs) -> Result<(), Error> {
     let c = &args.common;
+    if c.cluster.processes > 1 {
+        return Err(Error::invalid(
+            "--processes",
+            format!("{}: identify runs in one process", c.cluster.processes),
+        ));
+    }
     let identification = Identification {
-        workers: c.workers,
+        workers: c.cluster.workers,
         cost_us: c.cost_us,
         period_ms: c.period_ms,
         duration_s: c.duration_s,

@@ -367,7 +367,9 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
         let seconds = length.as_secs_f64();
         let total = self.completed.back().map_or(0, |&(_, total)| total) + self.processed;
         self.completed.push_back((now, total));
-        while self.completed.len() > 2 && now.saturating_duration_since(self.completed[1].0) >= RATE_WINDOW {
+        while self.completed.len() > 2
+            && now.saturating_duration_since(self.completed[1].0) >= RATE_WINDOW.max(2 * self.period)
+        {
             self.completed.pop_front();
         }
         let (since, before) = self.completed[0];

@@ -6,7 +6,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use timely::dataflow::operators::vec::Input;
@@ -148,6 +148,8 @@ pub struct ShedReport {
     pub arrived: u64,
     /// Records dropped.
     pub dropped: u64,
+    /// Records processed (all the admitted ones, when the run drains).
+    pub processed: u64,
     /// dropped ÷ arrived.
     pub loss_ratio: f64,
     /// The least loss capacity allows: the profile's arrivals beyond
@@ -188,11 +190,19 @@ struct WorkerFigures {
     trace: Vec<TraceRow>,
 }
 
-/// A record: its arrival millisecond (also its timestamp) and utility.
+/// A record: its arrival (wall-clock) millisecond, also its timestamp, and utility.
 type Item = (u64, f64);
 
 /// Runs the job on `workers` threads of this process.
 pub fn run_shedding(job: ShedJob, workers: usize) -> Result<ShedReport, Error> {
+    Ok(run_shedding_on(job, &ClusterArgs::threads(workers))?.expect("worker 0 runs in this process"))
+}
+
+/// Runs the job on every worker of `cluster`; the report in the process
+/// that hosts worker 0. The profile's rate is over all workers of all
+/// processes; records are stamped with wall-clock milliseconds, so that the
+/// processes' timestamps (and the frontier delay) agree.
+pub fn run_shedding_on(job: ShedJob, cluster: &ClusterArgs) -> Result<Option<ShedReport>, Error> {
     if !(job.target_ms > 0.0 && job.target_ms.is_finite()) {
         return Err(Error::invalid(
             "--target-ms",
@@ -212,18 +222,28 @@ pub fn run_shedding(job: ShedJob, workers: usize) -> Result<ShedReport, Error> {
         ));
     }
     let shared = job.clone();
-    let report = run_gathered(
-        &ClusterArgs::threads(workers),
+    let workers = cluster.total_workers();
+    run_gathered(
+        cluster,
         move |worker| run_worker(worker, &shared),
         move |figures| assemble(&job, workers, figures),
-    )?;
-    Ok(report.expect("worker 0 runs in this process"))
+    )
 }
 
 fn run_worker(worker: &mut timely::worker::Worker, job: &ShedJob) -> WorkerFigures {
     let (index, peers) = (worker.index(), worker.peers());
     let start = Instant::now();
+    // Stamps are wall-clock milliseconds, the same in every process.
+    let wall_start = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let base_ms = wall_start.as_millis() as u64;
+    let start = start - (wall_start - Duration::from_millis(base_ms));
     let now_ms = move || start.elapsed().as_secs_f64() * 1000.0;
+    let instant_of = move |stamp: u64| match stamp.checked_sub(base_ms) {
+        Some(after) => start + Duration::from_millis(after),
+        None => start
+            .checked_sub(Duration::from_millis(base_ms - stamp))
+            .unwrap_or(start),
+    };
     let work = |cost_us: f64| BusyWork::new(Duration::from_secs_f64(cost_us / 1e6));
     let cost = Rc::new(Cell::new(work(job.cost_us)));
     let figures = Rc::new(RefCell::new(WorkerFigures::default()));
@@ -234,8 +254,7 @@ fn run_worker(worker: &mut timely::worker::Worker, job: &ShedJob) -> WorkerFigur
         Duration::from_secs_f64(job.target_ms / 1000.0),
         Duration::from_secs_f64(job.period_ms / 1000.0),
     )
-    // Records are stamped with their arrival millisecond.
-    .with_clock(move |ms: &u64| start + Duration::from_millis(*ms));
+    .with_clock(move |stamp: &u64| instant_of(*stamp));
     settings.prediction = job.prediction;
     settings.mode = job.mode;
     settings.seed = job.seed;
@@ -252,9 +271,10 @@ fn run_worker(worker: &mut timely::worker::Worker, job: &ShedJob) -> WorkerFigur
         // in the output frontier, and the worker keeps feeding arrivals and
         // running the loop.
         admitted
-            .time_sliced("Process", PROCESSING_SLICE, move |_, (arrival_ms, _): Item| {
+            .time_sliced("Process", PROCESSING_SLICE, move |_, (stamp, _): Item| {
                 cost.get().run();
-                figures.borrow_mut().record_delay(now_ms() - arrival_ms as f64, target);
+                let arrival_ms = stamp as f64 - base_ms as f64;
+                figures.borrow_mut().record_delay(now_ms() - arrival_ms, target);
                 None::<()>
             })
             .probe_with(&output);
@@ -280,7 +300,7 @@ fn run_worker(worker: &mut timely::worker::Worker, job: &ShedJob) -> WorkerFigur
         owed = due - count;
         for k in 0..count as u64 {
             let arrival = last + (now - last) * (k + 1) as f64 / count;
-            let time = (arrival as u64).max(*input.time());
+            let time = (base_ms + arrival as u64).max(*input.time());
             if *input.time() < time {
                 input.advance_to(time);
             }
@@ -372,6 +392,7 @@ fn assemble(job: &ShedJob, workers: usize, figures: Vec<WorkerFigures>) -> ShedR
         duration_s: job.duration_s,
         arrived,
         dropped,
+        processed,
         loss_ratio: ratio(dropped as f64),
         ideal_loss_ratio: ideal_loss_ratio(job, workers),
         delay_violation_ms_sum: figures.iter().map(|f| f.violation_ms).sum(),
