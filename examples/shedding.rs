@@ -65,8 +65,10 @@ struct Common {
 struct RunArgs {
     #[command(flatten)]
     common: Common,
-    /// `pi`, `ca` (the coarse algorithm) or `none`.
-    #[arg(long, default_value = "pi")]
+    /// `bound` (PI under a learned margin: the target as a bound), `pi`
+    /// (the paper's PI, holding the delay at the target), `ca` (the coarse
+    /// algorithm) or `none`.
+    #[arg(long, default_value = "bound")]
     controller: String,
     /// Target delay D_t, ms.
     #[arg(long, default_value_t = 300.0, allow_hyphen_values = true)]
@@ -195,35 +197,42 @@ fn run(args: RunArgs) -> Result<(), Error> {
     let workers = c.cluster.total_workers();
     let capacity = workers as f64 * 1e6 / c.cost_us.max(1e-3);
     let controller = match args.controller.as_str() {
-        "pi" => ControllerSpec::Pi(match (&args.pi, &args.pi_file) {
-            (Some(text), _) => {
-                let values: Vec<f64> = text
-                    .split(',')
-                    .map(|v| v.trim().parse::<f64>())
-                    .collect::<Result<_, _>>()
-                    .map_err(|_| Error::invalid("--pi", format!("`{text}`: expected u,g,r")))?;
-                match values[..] {
-                    [u, g, r] => PiParams { u, g, r },
-                    _ => return Err(Error::invalid("--pi", format!("`{text}`: expected u,g,r"))),
+        "bound" | "pi" => {
+            let params = match (&args.pi, &args.pi_file) {
+                (Some(text), _) => {
+                    let values: Vec<f64> = text
+                        .split(',')
+                        .map(|v| v.trim().parse::<f64>())
+                        .collect::<Result<_, _>>()
+                        .map_err(|_| Error::invalid("--pi", format!("`{text}`: expected u,g,r")))?;
+                    match values[..] {
+                        [u, g, r] => PiParams { u, g, r },
+                        _ => return Err(Error::invalid("--pi", format!("`{text}`: expected u,g,r"))),
+                    }
                 }
+                (None, Some(path)) => {
+                    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+                        path: path.clone(),
+                        source,
+                    })?;
+                    serde_json::from_str(&text)
+                        .map_err(|e| Error::invalid("--pi-file", format!("{}: {e}", path.display())))?
+                }
+                // Each worker controls its own input into its own queue.
+                (None, None) => nominal_pi(c.period_ms, capacity / workers as f64, default_poles(args.prediction)),
+            };
+            if args.controller == "bound" {
+                ControllerSpec::Bounded(params)
+            } else {
+                ControllerSpec::Pi(params)
             }
-            (None, Some(path)) => {
-                let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-                    path: path.clone(),
-                    source,
-                })?;
-                serde_json::from_str(&text)
-                    .map_err(|e| Error::invalid("--pi-file", format!("{}: {e}", path.display())))?
-            }
-            // Each worker controls its own input into its own queue.
-            (None, None) => nominal_pi(c.period_ms, capacity / workers as f64, default_poles(args.prediction)),
-        }),
+        }
         "ca" => ControllerSpec::Coarse,
         "none" => ControllerSpec::None,
         other => {
             return Err(Error::invalid(
                 "--controller",
-                format!("`{other}`: expected pi, ca or none"),
+                format!("`{other}`: expected bound, pi, ca or none"),
             ))
         }
     };

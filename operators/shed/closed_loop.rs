@@ -299,6 +299,7 @@ struct Meter<T> {
     delay_sum_ms: f64,
     samples: u64,
     age_ms: f64,
+    max_age_ms: f64,
 }
 
 impl<T: Timestamp + TotalOrder> Meter<T> {
@@ -318,6 +319,7 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
             delay_sum_ms: 0.0,
             samples: 0,
             age_ms: 0.0,
+            max_age_ms: 0.0,
         }
     }
 
@@ -353,6 +355,7 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
         };
         self.age_ms = began.map_or(0.0, |began| now.saturating_duration_since(began).as_secs_f64() * 1000.0);
         self.delay_sum_ms += self.age_ms;
+        self.max_age_ms = self.max_age_ms.max(self.age_ms);
         self.samples += 1;
         done
     }
@@ -380,11 +383,13 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
             admitted_rate: self.admitted as f64 / seconds,
             processed_rate: (total - before) as f64 / window,
             age_ms: self.age_ms,
+            max_age_ms: self.max_age_ms,
             length_ms: seconds * 1000.0,
         };
         self.period_start = now;
         (self.arrived, self.admitted, self.processed, self.samples) = (0, 0, 0, 0);
         self.delay_sum_ms = 0.0;
+        self.max_age_ms = 0.0;
         Some((sample, sample.delay_ms))
     }
 }

@@ -19,6 +19,9 @@ pub struct PeriodSample {
     pub processed_rate: f64,
     /// The frontier-measured delay at the end of the period, ms.
     pub age_ms: f64,
+    /// The largest frontier-measured delay sampled during the period, ms:
+    /// about what the period's worst record waited.
+    pub max_age_ms: f64,
     /// How long the period lasted, ms.
     pub length_ms: f64,
 }
@@ -139,6 +142,70 @@ impl Controller for Pi {
     }
 }
 
+/// The delay target as a bound (ours): a [`Pi`] whose setpoint sits under
+/// the bound by a margin learned from how far each period's worst delay
+/// rose above the setpoint. A PI holds the delay *at* its setpoint, so
+/// half the records of a noisy period wait longer; this one keeps the
+/// worst of them under the bound, at the price of a backlog smaller by the
+/// margin (a one-time loss when an overload begins).
+///
+/// The margin follows m + 3·v, m and v the smoothed mean and mean deviation
+/// of x(k) = worst delay(k) − setpoint(k) (as TCP's retransmission timer
+/// follows round trips), rising fast and falling slowly; it is learned
+/// only while the loop is in control (the mean delay within 25 % of the
+/// setpoint), and kept between 5 % and 80 % of the bound.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bounded {
+    pi: Pi,
+    bound_ms: f64,
+    mean: f64,
+    deviation: f64,
+}
+
+/// The margin a [`Bounded`] starts with, as a share of the bound.
+const INITIAL_MARGIN: f64 = 0.1;
+/// Weights of a new reading in the margin's statistics, when it is above
+/// their mean and when below.
+const MARGIN_RISE: f64 = 0.25;
+const MARGIN_FALL: f64 = 0.05;
+
+impl Bounded {
+    /// A controller keeping the delay under `bound_ms`, with PI `params`.
+    pub fn new(params: PiParams, bound_ms: f64) -> Self {
+        Bounded {
+            pi: Pi::new(params, bound_ms * (1.0 - INITIAL_MARGIN)),
+            bound_ms,
+            mean: 0.0,
+            deviation: INITIAL_MARGIN * bound_ms / 3.0,
+        }
+    }
+
+    /// The setpoint the PI holds now, ms.
+    pub fn setpoint_ms(&self) -> f64 {
+        self.pi.target_ms
+    }
+}
+
+impl Controller for Bounded {
+    fn name(&self) -> &'static str {
+        "bound"
+    }
+
+    fn admitted_rate(&mut self, sample: &PeriodSample) -> f64 {
+        let setpoint = self.pi.target_ms;
+        if (sample.delay_ms - setpoint).abs() < 0.25 * setpoint {
+            let excess = sample.max_age_ms - setpoint;
+            let weight = |up: bool| if up { MARGIN_RISE } else { MARGIN_FALL };
+            self.mean += weight(excess > self.mean) * (excess - self.mean);
+            let spread = (excess - self.mean).abs();
+            self.deviation += weight(spread > self.deviation) * (spread - self.deviation);
+        }
+        let margin = (self.mean + 3.0 * self.deviation).clamp(0.05 * self.bound_ms, 0.8 * self.bound_ms);
+        self.pi.target_ms = self.bound_ms - margin;
+        self.pi.admitted_rate(sample)
+    }
+}
+
 /// Aurora's coarse algorithm, open loop: each period it takes the measured
 /// processing rate as the capacity and sheds f = max(0, 1 − capacity/load)
 /// of the next period's arrivals, with no memory of the delay already built
@@ -197,6 +264,7 @@ mod tests {
             admitted_rate: arrival_rate.min(processed_rate),
             processed_rate,
             age_ms: delay_ms,
+            max_age_ms: delay_ms,
             length_ms: 100.0,
         }
     }
@@ -286,5 +354,37 @@ mod tests {
         assert_eq!(NoShedding.admitted_rate(&overloaded), 1000.0);
         assert_eq!(drop_fraction(600.0, 1000.0), 0.4);
         assert_eq!(drop_fraction(5.0, 0.0), 0.0);
+    }
+
+    #[test]
+    fn bounded_sets_its_setpoint_under_the_bound_by_the_spread_it_sees() {
+        let params = PiParams { u: 1.0, g: 1.0, r: 0.5 };
+        let mut bounded = Bounded::new(params, 1000.0);
+        assert_eq!(bounded.setpoint_ms(), 900.0);
+        // Idle (the delay far under the setpoint): nothing is learned.
+        for _ in 0..50 {
+            bounded.admitted_rate(&sample(0.0, 500.0));
+        }
+        assert_eq!(bounded.setpoint_ms(), 900.0);
+        // In control, each period's worst record 120 ms over the mean
+        // delay, which sits at the setpoint: the margin converges to about
+        // 120 ms (its deviation decays), the setpoint to about 880 ms.
+        for _ in 0..200 {
+            let setpoint = bounded.setpoint_ms();
+            let mut period = measured(setpoint, 3000.0, 1000.0);
+            period.max_age_ms = setpoint + 120.0;
+            bounded.admitted_rate(&period);
+        }
+        let setpoint = bounded.setpoint_ms();
+        assert!((875.0..=885.0).contains(&setpoint), "{setpoint}");
+        // A noisier machine (worst records 100 or 300 ms over): a wider margin.
+        for k in 0..200 {
+            let setpoint = bounded.setpoint_ms();
+            let mut period = measured(setpoint, 3000.0, 1000.0);
+            period.max_age_ms = setpoint + if k % 2 == 0 { 100.0 } else { 300.0 };
+            bounded.admitted_rate(&period);
+        }
+        let noisy = bounded.setpoint_ms();
+        assert!(noisy < 700.0, "{noisy}");
     }
 }

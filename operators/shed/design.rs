@@ -481,6 +481,7 @@ mod tests {
                 admitted_rate: admitted,
                 processed_rate: processed,
                 age_ms: age,
+                max_age_ms: age,
                 length_ms: period,
             };
             sample.delay_ms = predictor.predict(&sample);

@@ -22,7 +22,7 @@ use crate::common::Error;
 
 use super::actuator::Actuation;
 use super::closed_loop::{LoopSettings, ShedLoop};
-use super::controller::{Coarse, Controller, NoShedding, Pi, PiParams};
+use super::controller::{Bounded, Coarse, Controller, NoShedding, Pi, PiParams};
 use super::excitation::{ExcitationSpec, Excited};
 use super::predictor::Prediction;
 use super::profile::Profile;
@@ -32,7 +32,10 @@ use super::sliced::TimeSliced;
 /// Which controller runs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub enum ControllerSpec {
-    /// PI with these parameters.
+    /// The delay target as a bound: PI with these parameters under a
+    /// learned margin ([`Bounded`]).
+    Bounded(PiParams),
+    /// PI with these parameters, holding the delay at the target (the paper's).
     Pi(PiParams),
     /// The coarse algorithm.
     Coarse,
@@ -45,6 +48,7 @@ pub enum ControllerSpec {
 impl ControllerSpec {
     fn build(&self, target_ms: f64, periods: usize) -> Box<dyn Controller> {
         match *self {
+            ControllerSpec::Bounded(params) => Box::new(Bounded::new(params, target_ms)),
             ControllerSpec::Pi(params) => Box::new(Pi::new(params, target_ms)),
             ControllerSpec::Excited(params, spec) => Box::new(Excited::new(Pi::new(params, target_ms), spec, periods)),
             ControllerSpec::Coarse => Box::new(Coarse),
@@ -55,6 +59,7 @@ impl ControllerSpec {
     /// The name reports use.
     pub fn name(&self) -> &'static str {
         match self {
+            ControllerSpec::Bounded(_) => "bound",
             ControllerSpec::Pi(_) => "pi",
             ControllerSpec::Coarse => "ca",
             ControllerSpec::Excited(..) => "identify",
@@ -138,7 +143,7 @@ pub struct TraceRow {
 /// The report of a run: the contract of `shedding run --report`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ShedReport {
-    /// `pi`, `ca` or `none`.
+    /// `bound`, `pi`, `ca` or `none`.
     pub controller: String,
     /// D_t, ms.
     pub target_delay_ms: f64,
@@ -405,7 +410,7 @@ fn assemble(job: &ShedJob, workers: usize, figures: Vec<WorkerFigures>) -> ShedR
         },
         delay_ms: LatencySummary::from_micros(&delays),
         params: match job.controller {
-            ControllerSpec::Pi(params) | ControllerSpec::Excited(params, _) => params,
+            ControllerSpec::Bounded(params) | ControllerSpec::Pi(params) | ControllerSpec::Excited(params, _) => params,
             _ => PiParams { u: 0.0, g: 0.0, r: 0.0 },
         },
         trace: figures.into_iter().next().map(|f| f.trace).unwrap_or_default(),

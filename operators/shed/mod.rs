@@ -18,5 +18,5 @@ pub mod shedder;
 pub mod sliced;
 
 pub use closed_loop::{Clock, LoopFigures, LoopHandle, LoopPeriod, LoopSettings, ShedLoop};
-pub use controller::{Coarse, Controller, NoShedding, PeriodSample, Pi, PiParams};
+pub use controller::{Bounded, Coarse, Controller, NoShedding, PeriodSample, Pi, PiParams};
 pub use sliced::TimeSliced;

@@ -104,6 +104,7 @@ mod tests {
             admitted_rate,
             processed_rate,
             age_ms,
+            max_age_ms: age_ms,
             length_ms: 100.0,
         }
     }
