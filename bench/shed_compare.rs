@@ -11,8 +11,9 @@ use equipoise::common::median::{median_by, spread};
 use equipoise::shed::actuator::Actuation;
 use equipoise::shed::design::{design, nominal_pi, MEASURED_DELAY_POLES, NOMINAL_POLES};
 use equipoise::shed::identification::Identification;
-use equipoise::shed::job::{run_shedding, ControllerSpec, CostStep, ShedJob, ShedReport};
+use equipoise::shed::job::{run_shedding, ControllerSpec, ShedJob, ShedReport};
 use equipoise::shed::predictor::Prediction;
+use equipoise::shed::scenario::{scenarios, Scenario};
 use equipoise::shed::shedder::ShedMode;
 
 #[derive(Parser, Debug)]
@@ -41,83 +42,14 @@ struct Args {
     bench: bool,
 }
 
-/// Periods after `at_s` until the mean delay is within ±10 % of the target
-/// and stays there for the rest of the trace (None if it never settles).
-fn settling_periods(report: &ShedReport, at_s: f64) -> Option<usize> {
-    let after: Vec<f64> = report
-        .trace
-        .iter()
-        .filter(|row| row.time_s >= at_s)
-        .map(|row| row.mean_delay_ms)
-        .collect();
-    let inside = |d: f64| (d - report.target_delay_ms).abs() <= 0.1 * report.target_delay_ms;
-    (0..after.len()).find(|&k| after[k..].iter().all(|&d| inside(d)))
-}
-
 fn main() {
     let args = Args::parse();
     let capacity = args.workers as f64 * 1e6 / args.cost_us;
-    let (low, high) = (0.5 * capacity, 3.0 * capacity);
-    let d = args.duration_s;
-    let profiles: Vec<(&str, String, Option<CostStep>, Option<f64>)> = vec![
-        // From one overload to a heavier one, so the delay sits at the
-        // target before the step.
-        (
-            "step up (between overloads)",
-            format!("step:{}:{}:{}", 1.2 * capacity, 1.8 * capacity, d * 0.5),
-            None,
-            Some(d * 0.5),
-        ),
-        // A flash crowd: from half the capacity to six times it. The
-        // backlog of the period before any controller reacts is above the
-        // target: CA keeps it, PI drains it.
-        (
-            "step up (flash crowd)",
-            format!("step:{low}:{}:{}", 6.0 * capacity, d * 0.2),
-            None,
-            Some(d * 0.2),
-        ),
-        (
-            "ramp up (to 3 C)",
-            format!("ramp:{low}:{high}:{}:{}", d * 0.2, d * 0.8),
-            None,
-            None,
-        ),
-        // Over the flash crowd's range: CA's lag leaves W·ln 6 of backlog.
-        (
-            "ramp up (to 6 C)",
-            format!("ramp:{low}:{}:{}:{}", 6.0 * capacity, d * 0.2, d * 0.8),
-            None,
-            None,
-        ),
-        (
-            "ramp down",
-            format!("ramp:{high}:{low}:{}:{}", d * 0.2, d * 0.8),
-            None,
-            None,
-        ),
-        (
-            "sine",
-            format!("sine:{capacity}:{}:{}", 0.6 * capacity, d / 2.0),
-            None,
-            None,
-        ),
-        (
-            "bursts",
-            format!("bursts:{low}:{}:{}:{}", 2.0 * capacity, d / 5.0, d / 20.0),
-            None,
-            None,
-        ),
-        (
-            "cost step",
-            format!("constant:{}", 0.8 * capacity),
-            Some(CostStep {
-                cost_us: 2.0 * args.cost_us,
-                at_s: d * 0.3,
-            }),
-            Some(d * 0.3),
-        ),
-    ];
+    // The competitor scenario is the regime benchmark's (`shed_regimes`).
+    let profiles: Vec<Scenario> = scenarios(capacity, args.duration_s, args.cost_us)
+        .into_iter()
+        .filter(|s| s.competitor_from.is_none())
+        .collect();
     let mut summary = Vec::new();
     for &period_ms in &args.period_ms {
         // Each worker controls its own input into its own queue.
@@ -178,8 +110,15 @@ fn main() {
         println!("|---|---|---|---|---|---|---|---|---|---|---|");
         let chosen = profiles
             .iter()
-            .filter(|(name, ..)| args.profiles.is_empty() || args.profiles.iter().any(|p| name.contains(p.as_str())));
-        for (name, profile, cost_step, step_at) in chosen {
+            .filter(|s| args.profiles.is_empty() || args.profiles.iter().any(|p| s.name.contains(p.as_str())));
+        for Scenario {
+            name,
+            profile,
+            cost_step,
+            step_at,
+            ..
+        } in chosen
+        {
             let mut violations = Vec::new();
             for (label, controller, prediction, actuation) in variants {
                 // No shedding is the same every time (and slow to drain): one round.
@@ -197,7 +136,7 @@ fn main() {
                             target_ms: args.target_ms,
                             period_ms,
                             duration_s: args.duration_s,
-                            profile: profile.parse().unwrap(),
+                            profile: profile.clone(),
                             cost_us: args.cost_us,
                             cost_step: *cost_step,
                             mode: ShedMode::Random,
@@ -211,7 +150,7 @@ fn main() {
                 // The round with the median violation stands for the variant.
                 let r = median_by(runs, |r| r.delay_violation_ms_sum);
                 let settling = step_at
-                    .and_then(|at| settling_periods(&r, at))
+                    .and_then(|at| r.settling_periods(at))
                     .map_or("-".to_string(), |k| k.to_string());
                 println!(
                     "| {name} | {label} | {:.2} | {:.2} | {:.1} | {least:.1}–{most:.1} | {} | {:.0} | {:.0} | {:.0} | {settling} |",

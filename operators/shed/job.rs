@@ -179,6 +179,22 @@ pub struct ShedReport {
     pub trace: Vec<TraceRow>,
 }
 
+impl ShedReport {
+    /// Periods after `at_s` until the mean delay is within ±10 % of the
+    /// target and stays there for the rest of the trace (None if it never
+    /// settles).
+    pub fn settling_periods(&self, at_s: f64) -> Option<usize> {
+        let after: Vec<f64> = self
+            .trace
+            .iter()
+            .filter(|row| row.time_s >= at_s)
+            .map(|row| row.mean_delay_ms)
+            .collect();
+        let inside = |d: f64| (d - self.target_delay_ms).abs() <= 0.1 * self.target_delay_ms;
+        (0..after.len()).find(|&k| after[k..].iter().all(|&d| inside(d)))
+    }
+}
+
 /// Longest a processing activation runs before yielding to the driver.
 const PROCESSING_SLICE: Duration = Duration::from_millis(2);
 

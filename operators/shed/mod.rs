@@ -14,6 +14,7 @@ pub mod job;
 pub mod plot;
 pub mod predictor;
 pub mod profile;
+pub mod scenario;
 pub mod shedder;
 pub mod sliced;
 

@@ -1,0 +1,174 @@
+//! The default shedding controller (`bound`) against the coarse algorithm
+//! across regimes: sampling periods W and delay targets D_t, every
+//! scenario of the benchmarks (profiles, a cost step, a cost step while
+//! another thread takes a core), at 1 and 2 workers. One table.
+//!
+//! `cargo bench --bench shed_regimes -- [--duration-s S] [--cost-us X] [--workers 1,2] [--cells 100/300,100/2000,300/2000,1000/2000] [--scenarios "flash,cost"]`
+//!
+//! Capacity is `workers × 10⁶ / cost_us` records/s (each worker a core).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use equipoise::shed::design::{nominal_pi, NOMINAL_POLES};
+use equipoise::shed::job::{run_shedding, ControllerSpec, ShedJob, ShedReport};
+use equipoise::shed::predictor::Prediction;
+use equipoise::shed::scenario::{scenarios, Scenario};
+use equipoise::shed::shedder::ShedMode;
+
+#[derive(Parser, Debug)]
+struct Args {
+    /// Seconds of arrivals per run.
+    #[arg(long, default_value_t = 10.0)]
+    duration_s: f64,
+    /// Processing cost per record, µs.
+    #[arg(long, default_value_t = 20.0)]
+    cost_us: f64,
+    /// Worker counts.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 2])]
+    workers: Vec<usize>,
+    /// Cells as W/D_t in ms.
+    #[arg(long, value_delimiter = ',', default_values_t = ["100/300".to_string(), "100/2000".to_string(), "300/2000".to_string(), "1000/2000".to_string()])]
+    cells: Vec<String>,
+    /// Run only the scenarios whose names contain one of these (all if none).
+    #[arg(long, value_delimiter = ',')]
+    scenarios: Vec<String>,
+    /// cargo bench passes --bench; accepted and ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+/// Runs `job` on `workers` threads while, from `competitor_from` s on, a
+/// thread spins on a core of its own.
+fn run_with_competitor(job: ShedJob, workers: usize, competitor_from: Option<f64>) -> ShedReport {
+    let stop = Arc::new(AtomicBool::new(false));
+    let competitor = competitor_from.map(|from| {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            while !stop.load(Ordering::Relaxed) {
+                if start.elapsed() < Duration::from_secs_f64(from) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        })
+    });
+    let report = run_shedding(job, workers).unwrap();
+    stop.store(true, Ordering::Relaxed);
+    if let Some(thread) = competitor {
+        thread.join().unwrap();
+    }
+    report
+}
+
+/// Periods after `at_s` until the mean delay stays at or under the target
+/// for the rest of the run.
+fn periods_until_under(report: &ShedReport, at_s: f64) -> Option<usize> {
+    let after: Vec<f64> = report
+        .trace
+        .iter()
+        .filter(|row| row.time_s >= at_s)
+        .map(|row| row.mean_delay_ms)
+        .collect();
+    (0..after.len()).find(|&k| after[k..].iter().all(|&d| d <= report.target_delay_ms))
+}
+
+fn main() {
+    let args = Args::parse();
+    let cells: Vec<(f64, f64)> = args
+        .cells
+        .iter()
+        .map(|cell| {
+            cell.split_once('/')
+                .and_then(|(w, t)| Some((w.parse().ok()?, t.parse().ok()?)))
+                .unwrap_or_else(|| panic!("--cells {cell}: expected W/D_t in ms, e.g. 300/2000"))
+        })
+        .collect();
+    println!(
+        "shedding regimes: bound (the default) vs ca, {} µs per record, {} s per run",
+        args.cost_us, args.duration_s
+    );
+    println!("| W / D_t ms | workers | scenario | loss % bound / ca / ideal | violation s bound / ca | admitted over D_t % bound / ca | max overshoot ms bound / ca | p99 ms bound / ca | periods to under D_t after the step | holds |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let (mut holding, mut cells_run) = (0, 0);
+    for &(period_ms, target_ms) in &cells {
+        for &workers in &args.workers {
+            let capacity = workers as f64 * 1e6 / args.cost_us;
+            let per_worker = capacity / workers as f64;
+            let chosen = scenarios(capacity, args.duration_s, args.cost_us)
+                .into_iter()
+                .filter(|s| args.scenarios.is_empty() || args.scenarios.iter().any(|p| s.name.contains(p.as_str())));
+            for Scenario {
+                name,
+                profile,
+                cost_step,
+                step_at,
+                competitor_from,
+            } in chosen
+            {
+                let run = |controller| {
+                    let job = ShedJob {
+                        controller,
+                        prediction: Prediction::Smith,
+                        actuation: None,
+                        target_ms,
+                        period_ms,
+                        duration_s: args.duration_s,
+                        profile: profile.clone(),
+                        cost_us: args.cost_us,
+                        cost_step,
+                        mode: ShedMode::Random,
+                        seed: 1,
+                        progress: false,
+                    };
+                    run_with_competitor(job, workers, competitor_from)
+                };
+                let bound = run(ControllerSpec::Bounded(nominal_pi(
+                    period_ms,
+                    per_worker,
+                    NOMINAL_POLES,
+                )));
+                let ca = run(ControllerSpec::Coarse);
+                let over = |r: &ShedReport| 100.0 * r.delayed_records as f64 / r.processed.max(1) as f64;
+                let violation = |r: &ShedReport| r.delay_violation_ms_sum / 1000.0;
+                let settled = step_at.map(|at| periods_until_under(&bound, at));
+                // Loss within half a point of CA's; violation a twentieth of
+                // CA's where it has any, else at most 1 % of admitted
+                // records over D_t; after a step, under D_t within 10 periods.
+                let holds = 100.0 * bound.loss_ratio <= 100.0 * ca.loss_ratio + 0.5
+                    && if ca.delay_violation_ms_sum > 0.0 {
+                        bound.delay_violation_ms_sum <= ca.delay_violation_ms_sum / 20.0
+                    } else {
+                        over(&bound) <= 1.0
+                    }
+                    && settled.is_none_or(|k| k.is_some_and(|k| k <= 10));
+                cells_run += 1;
+                holding += usize::from(holds);
+                println!(
+                    "| {period_ms:.0} / {target_ms:.0} | {workers} | {name} | {:.2} / {:.2} / {:.2} | {:.1} / {:.1} | {:.2} / {:.2} | {:.0} / {:.0} | {:.0} / {:.0} | {} | {} |",
+                    100.0 * bound.loss_ratio,
+                    100.0 * ca.loss_ratio,
+                    100.0 * bound.ideal_loss_ratio,
+                    violation(&bound),
+                    violation(&ca),
+                    over(&bound),
+                    over(&ca),
+                    bound.max_overshoot_ms,
+                    ca.max_overshoot_ms,
+                    bound.delay_ms.p99,
+                    ca.delay_ms.p99,
+                    match settled {
+                        None => "-".to_string(),
+                        Some(None) => "never".to_string(),
+                        Some(Some(k)) => k.to_string(),
+                    },
+                    if holds { "yes" } else { "no" }
+                );
+            }
+        }
+    }
+    println!();
+    println!("{holding} of {cells_run} rows hold");
+}
