@@ -193,7 +193,7 @@ const SAMPLES_PER_PERIOD: u32 = 10;
 /// are seen when the output frontier moves, and with several workers it
 /// moves in steps of tens of milliseconds: over one short period the rate
 /// reads 0 in one and twice capacity in the next.
-const RATE_WINDOW: Duration = Duration::from_millis(200);
+const RATE_WINDOW: Duration = Duration::from_millis(500);
 
 impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, D> for StreamVec<'scope, T, D> {
     fn shed_loop(
@@ -352,7 +352,10 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
             (_, None) => None,
             (Clock::Stamp(clock), Some(least)) => Some(clock(least)),
             (Clock::FirstRecord, Some(_)) => self.pending.values().next().map(|(_, seen)| *seen),
-        };
+        }
+        // Nothing entered before the loop did (an input still at its
+        // initial time would otherwise read as decades old).
+        .map(|began| began.max(self.started));
         self.age_ms = began.map_or(0.0, |began| now.saturating_duration_since(began).as_secs_f64() * 1000.0);
         self.delay_sum_ms += self.age_ms;
         self.max_age_ms = self.max_age_ms.max(self.age_ms);

@@ -301,6 +301,9 @@ fn run_worker(worker: &mut timely::worker::Worker, job: &ShedJob) -> WorkerFigur
             .probe_with(&output);
         shedding
     });
+    // Epochs start now, not at 0: the frontier delay of the first period
+    // is measured from the start of the run.
+    input.advance_to(base_ms);
     let share = 1.0 / peers as f64;
     let (mut owed, mut last) = (0.0f64, 0.0f64);
     let mut utility = job.seed ^ (index as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
