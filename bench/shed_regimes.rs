@@ -63,18 +63,6 @@ fn run_with_competitor(job: ShedJob, workers: usize, competitor_from: Option<f64
     report
 }
 
-/// Periods after `at_s` until the mean delay stays at or under the target
-/// for the rest of the run.
-fn periods_until_under(report: &ShedReport, at_s: f64) -> Option<usize> {
-    let after: Vec<f64> = report
-        .trace
-        .iter()
-        .filter(|row| row.time_s >= at_s)
-        .map(|row| row.mean_delay_ms)
-        .collect();
-    (0..after.len()).find(|&k| after[k..].iter().all(|&d| d <= report.target_delay_ms))
-}
-
 fn main() {
     let args = Args::parse();
     let cells: Vec<(f64, f64)> = args
@@ -133,7 +121,7 @@ fn main() {
                 let ca = run(ControllerSpec::Coarse);
                 let over = |r: &ShedReport| 100.0 * r.delayed_records as f64 / r.processed.max(1) as f64;
                 let violation = |r: &ShedReport| r.delay_violation_ms_sum / 1000.0;
-                let settled = step_at.map(|at| periods_until_under(&bound, at));
+                let settled = step_at.map(|at| bound.periods_until_under(at));
                 // Loss within half a point of CA's; violation a twentieth of
                 // CA's where it has any, else at most 1 % of admitted
                 // records over D_t; after a step, under D_t within 10 periods.

@@ -184,14 +184,26 @@ impl ShedReport {
     /// target and stays there for the rest of the trace (None if it never
     /// settles).
     pub fn settling_periods(&self, at_s: f64) -> Option<usize> {
+        let target = self.target_delay_ms;
+        self.periods_until(at_s, |delay| (delay - target).abs() <= 0.1 * target)
+    }
+
+    /// Periods after `at_s` until the mean delay is at or under the target
+    /// and stays there for the rest of the trace (None if it never does).
+    pub fn periods_until_under(&self, at_s: f64) -> Option<usize> {
+        self.periods_until(at_s, |delay| delay <= self.target_delay_ms)
+    }
+
+    /// Periods after `at_s` until `holds` is true of every later period's
+    /// mean delay.
+    fn periods_until(&self, at_s: f64, holds: impl Fn(f64) -> bool) -> Option<usize> {
         let after: Vec<f64> = self
             .trace
             .iter()
             .filter(|row| row.time_s >= at_s)
             .map(|row| row.mean_delay_ms)
             .collect();
-        let inside = |d: f64| (d - self.target_delay_ms).abs() <= 0.1 * self.target_delay_ms;
-        (0..after.len()).find(|&k| after[k..].iter().all(|&d| inside(d)))
+        (0..after.len()).find(|&k| after[k..].iter().all(|&d| holds(d)))
     }
 }
 
