@@ -7,9 +7,11 @@ use std::rc::Rc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use equipoise::shed::design::{default_poles, nominal_pi};
-use equipoise::shed::predictor::Prediction;
-use equipoise::shed::{LoopSettings, Pi, ShedLoop, TimeSliced};
+use equipoise::shed::design::default_poles;
+use equipoise::shed::{
+    design, fit_periods, nominal_pi, Controller, Excited, LoopPeriod, LoopSettings, Pi, Prediction, ShedLoop,
+    TimeSliced, NOMINAL_POLES,
+};
 use timely::dataflow::operators::{Input, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 
@@ -17,16 +19,43 @@ const COST: Duration = Duration::from_micros(20);
 const TARGET_MS: f64 = 200.0;
 const PERIOD_MS: f64 = 50.0;
 
-/// What one worker saw: (arrived, dropped, processed downstream, delays in ms).
-type Seen = (u64, u64, u64, Vec<f64>);
+/// What one worker saw.
+struct Seen {
+    arrived: u64,
+    dropped: u64,
+    /// Records processed downstream.
+    processed: u64,
+    /// Their delays, ms.
+    delays: Vec<f64>,
+    /// The loop's periods.
+    periods: Vec<LoopPeriod>,
+}
+
+/// Records per second one worker processes.
+fn capacity() -> f64 {
+    1e6 / COST.as_micros() as f64
+}
+
+/// The default PI for this dataflow.
+fn pi() -> Pi {
+    Pi::new(
+        nominal_pi(PERIOD_MS, capacity(), default_poles(Prediction::Smith)),
+        TARGET_MS,
+    )
+}
 
 /// One run at a time: the runs measure delays against a CPU they must
 /// not share with each other.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// `rate` records/s over all workers for `seconds`, stamped with their
-/// arrival millisecond.
-fn run(workers: usize, rate: f64, seconds: f64) -> Vec<Seen> {
+/// arrival millisecond, shed by the controller `make` builds.
+fn run<C: Controller + 'static>(
+    workers: usize,
+    rate: f64,
+    seconds: f64,
+    make: impl Fn() -> C + Send + Sync + 'static,
+) -> Vec<Seen> {
     let _alone = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     timely::execute(timely::Config::process(workers), move |worker| {
         let start = Instant::now();
@@ -35,11 +64,7 @@ fn run(workers: usize, rate: f64, seconds: f64) -> Vec<Seen> {
             Duration::from_secs_f64(PERIOD_MS / 1000.0),
         )
         .with_clock(move |ms: &u64| start + Duration::from_millis(*ms));
-        let capacity = 1e6 / COST.as_micros() as f64;
-        let controller = Pi::new(
-            nominal_pi(PERIOD_MS, capacity, default_poles(Prediction::Smith)),
-            TARGET_MS,
-        );
+        let controller = make();
         let mut input = InputHandle::new();
         let output = ProbeHandle::new();
         let delays = Rc::new(RefCell::new(Vec::new()));
@@ -85,7 +110,13 @@ fn run(workers: usize, rate: f64, seconds: f64) -> Vec<Seen> {
         let figures = handle.figures();
         assert_eq!(figures.arrived, sent, "the loop saw every record sent");
         let delays = delays.take();
-        (figures.arrived, figures.dropped, delays.len() as u64, delays)
+        Seen {
+            arrived: figures.arrived,
+            dropped: figures.dropped,
+            processed: delays.len() as u64,
+            delays,
+            periods: figures.periods,
+        }
     })
     .unwrap()
     .join()
@@ -97,10 +128,10 @@ fn run(workers: usize, rate: f64, seconds: f64) -> Vec<Seen> {
 #[test]
 fn with_no_overload_nothing_is_dropped_and_everything_admitted_is_processed() {
     for workers in 1..=4 {
-        for (arrived, dropped, processed, _) in run(workers, 5_000.0, 1.0) {
-            assert!(arrived > 0);
-            assert_eq!(dropped, 0, "{workers} workers");
-            assert_eq!(processed, arrived, "{workers} workers");
+        for seen in run(workers, 5_000.0, 1.0, pi) {
+            assert!(seen.arrived > 0);
+            assert_eq!(seen.dropped, 0, "{workers} workers");
+            assert_eq!(seen.processed, seen.arrived, "{workers} workers");
         }
     }
 }
@@ -109,14 +140,16 @@ fn with_no_overload_nothing_is_dropped_and_everything_admitted_is_processed() {
 fn overload_is_shed_and_the_delay_held() {
     // Three times one worker's capacity per worker.
     for workers in 1..=2 {
-        let seen = run(workers, 150_000.0 * workers as f64, 2.0);
-        let mut delays: Vec<f64> = seen.iter().flat_map(|(.., d)| d.iter().copied()).collect();
-        for &(arrived, dropped, processed, _) in &seen {
+        let seen = run(workers, 150_000.0 * workers as f64, 2.0, pi);
+        let mut delays: Vec<f64> = seen.iter().flat_map(|s| s.delays.iter().copied()).collect();
+        for s in &seen {
             assert!(
-                dropped > arrived / 2,
-                "{dropped} of {arrived} dropped at {workers} workers"
+                s.dropped > s.arrived / 2,
+                "{} of {} dropped at {workers} workers",
+                s.dropped,
+                s.arrived
             );
-            assert_eq!(processed, arrived - dropped, "nothing admitted is lost");
+            assert_eq!(s.processed, s.arrived - s.dropped, "nothing admitted is lost");
         }
         delays.sort_by(f64::total_cmp);
         let (p50, p99) = (delays[delays.len() / 2], delays[delays.len() * 99 / 100]);
@@ -126,5 +159,32 @@ fn overload_is_shed_and_the_delay_held() {
             p50 < TARGET_MS * 1.25 && p99 < TARGET_MS * 2.0,
             "p50 {p50:.0} ms, p99 {p99:.0} ms at {workers} workers"
         );
+    }
+}
+
+#[test]
+fn identification_on_the_users_dataflow_finds_its_queue_and_a_stable_design() {
+    // Twice the capacity arrives; the excited loop holds the delay near the
+    // target while dithering the admitted rate.
+    for workers in 1..=2 {
+        let seen = run(workers, 2.0 * capacity() * workers as f64, 3.0, || {
+            Excited::around(capacity(), PERIOD_MS, TARGET_MS)
+        });
+        for s in &seen {
+            assert_eq!(s.processed, s.arrived - s.dropped, "nothing admitted is lost");
+            let model = fit_periods(&s.periods, TARGET_MS).unwrap();
+            // The reference: a FIFO queue in front of the work, whose delay
+            // grows by W / C ms per record/s admitted beyond capacity. The
+            // fitted model's static gain (b1 + b2) / (1 + a2) is that slope.
+            let (queue, gain) = (PERIOD_MS / capacity(), (model.b1 + model.b2) / (1.0 + model.a2));
+            assert!(
+                (gain / queue - 1.0).abs() < 0.35,
+                "{model}: gain {gain:.6} against the queue's {queue:.6} at {workers} workers"
+            );
+            // The design refuses a controller unstable on the model.
+            if let Err(error) = design(&model, NOMINAL_POLES, 0.6) {
+                panic!("{model} at {workers} workers: {error}");
+            }
+        }
     }
 }

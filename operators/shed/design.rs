@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::Error;
 
+use super::closed_loop::LoopPeriod;
 use super::controller::PiParams;
-use super::job::TraceRow;
 use super::predictor::Prediction;
 
 /// AD(k) = a1·AD(k−1) + a2·AD(k−2) + b1·I(k−1) + b2·I(k−2).
@@ -76,28 +76,28 @@ pub fn fit_arx(input: &[f64], delay: &[f64]) -> Result<ArxModel, Error> {
     })
 }
 
-/// Fits the ARX model to the trace of an identification run
-/// ([`Excited`](super::excitation::Excited) on `workers` workers): input the
-/// admitted rate per worker, output the delay the controller saw, from the
-/// first period that delay reached `target_ms` (before it the queue was
-/// filling and the shedder idle), as deviations from their means. The rate admitted during period k + 1 is
+/// Fits the ARX model to the periods of an identification run on one
+/// worker (a [`ShedLoop`](super::ShedLoop) under an
+/// [`Excited`](super::excitation::Excited) controller, its dataflow
+/// overloaded): input the rate the worker admitted, output the delay the
+/// controller saw. See [`fit_identification`].
+pub fn fit_periods(periods: &[LoopPeriod], target_ms: f64) -> Result<ArxModel, Error> {
+    let admitted: Vec<f64> = periods.iter().map(|p| p.sample.admitted_rate).collect();
+    let delay: Vec<f64> = periods.iter().map(|p| p.controlled_delay_ms).collect();
+    fit_identification(&admitted, &delay, target_ms)
+}
+
+/// Fits the ARX model to an identification record: `admitted[k]` the rate
+/// one worker admitted during period k, `delay[k]` the delay the controller
+/// saw at its end. Fitted from the first period that delay reached
+/// `target_ms` (before it the queue was filling and the shedder idle), as
+/// deviations from their means. The rate admitted during period k + 1 is
 /// the controller's output at the end of period k: the model's I(k).
-pub fn fit_trace(trace: &[TraceRow], workers: usize, target_ms: f64) -> Result<ArxModel, Error> {
-    let start = trace
-        .iter()
-        .position(|row| row.controlled_delay_ms >= target_ms)
-        .unwrap_or(trace.len());
-    let rows = &trace[start..];
-    let input: Vec<f64> = rows
-        .iter()
-        .skip(1)
-        .map(|row| row.admitted_rate / workers.max(1) as f64)
-        .collect();
-    let delay: Vec<f64> = rows
-        .iter()
-        .map(|row| row.controlled_delay_ms)
-        .take(input.len())
-        .collect();
+pub fn fit_identification(admitted: &[f64], delay: &[f64], target_ms: f64) -> Result<ArxModel, Error> {
+    let start = delay.iter().position(|&d| d >= target_ms).unwrap_or(delay.len());
+    let n = admitted.len().min(delay.len());
+    let input: Vec<f64> = admitted[start.min(n)..n].iter().skip(1).copied().collect();
+    let delay: Vec<f64> = delay[start.min(n)..n].iter().take(input.len()).copied().collect();
     // The model is linear around the operating point (delay near the
     // target, admitted rate near capacity): fit the deviations from it. A
     // queue's delay moves with the admitted rate minus capacity, an offset
@@ -485,18 +485,15 @@ mod tests {
                 length_ms: period,
             };
             sample.delay_ms = predictor.predict(&sample);
-            trace.push(TraceRow {
-                time_s: k as f64 * period / 1000.0,
-                arrival_rate: arrival,
-                admitted_rate: admitted,
-                processed_rate: processed,
-                drop_fraction: 0.0,
-                mean_delay_ms: age,
+            trace.push(LoopPeriod {
+                end: std::time::Duration::from_secs_f64((k + 1) as f64 * period / 1000.0),
+                sample,
                 controlled_delay_ms: sample.delay_ms,
+                drop_fraction: 0.0,
             });
             admitted = controller.admitted_rate(&sample);
         }
-        let model = fit_trace(&trace, 1, target).unwrap();
+        let model = fit_periods(&trace, target).unwrap();
         // A queue integrates: one pole at 1, gain period/capacity
         // (z² − a1·z − a2 = (z − 1)(z + a2), residue (b1 + b2)/(1 + a2)).
         let b = period / capacity;

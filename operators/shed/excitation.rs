@@ -12,6 +12,16 @@
 use serde::{Deserialize, Serialize};
 
 use super::controller::{Controller, PeriodSample, Pi};
+use super::design::{nominal_pi, MEASURED_DELAY_POLES};
+
+/// The default dither amplitude, as a fraction of the capacity.
+pub const AMPLITUDE: f64 = 0.2;
+
+/// The default number of periods each dither level holds.
+pub const HOLD: usize = 2;
+
+/// Periods of dither [`Excited::around`] draws before it repeats.
+const DITHER_PERIODS: usize = 4096;
 
 /// A maximal-length 15-bit LFSR sequence of ±1, each value held for `hold`
 /// periods, `periods` long: the two-level pseudo-random input.
@@ -57,6 +67,23 @@ impl Excited {
             amplitude: spec.amplitude,
             period: 0,
         }
+    }
+
+    /// The identification experiment for a dataflow that processes about
+    /// `capacity` records/s per worker: a slow PI (designed on the queue
+    /// model with [`MEASURED_DELAY_POLES`]) holding the delay near
+    /// `target_ms`, its output dithered by ±[`AMPLITUDE`] of `capacity`,
+    /// each level held [`HOLD`] periods of `period_ms`. Run it in a
+    /// [`ShedLoop`](super::ShedLoop) with arrivals above capacity, then fit
+    /// the loop's periods with [`fit_periods`](super::design::fit_periods).
+    pub fn around(capacity: f64, period_ms: f64, target_ms: f64) -> Self {
+        let stabilizer = Pi::new(nominal_pi(period_ms, capacity, MEASURED_DELAY_POLES), target_ms);
+        let spec = ExcitationSpec {
+            amplitude: AMPLITUDE * capacity,
+            hold: HOLD,
+            seed: 0x2f1,
+        };
+        Excited::new(stabilizer, spec, DITHER_PERIODS)
     }
 }
 

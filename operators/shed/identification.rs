@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::Error;
 
-use super::design::{fit_trace, nominal_pi, ArxModel, MEASURED_DELAY_POLES};
-use super::excitation::ExcitationSpec;
+use super::design::{fit_identification, nominal_pi, ArxModel, MEASURED_DELAY_POLES};
+use super::excitation::{ExcitationSpec, AMPLITUDE, HOLD};
 use super::job::{run_shedding, ControllerSpec, ShedJob};
 use super::predictor::Prediction;
 use super::profile::Profile;
@@ -47,8 +47,8 @@ impl Default for Identification {
             period_ms: 100.0,
             duration_s: 10.0,
             arrival: 2.0,
-            amplitude: 0.2,
-            hold: 2,
+            amplitude: AMPLITUDE,
+            hold: HOLD,
             target_ms: 300.0,
             prediction: Prediction::Smith,
             seed: 1,
@@ -102,6 +102,12 @@ impl Identification {
             progress: false,
         };
         let report = run_shedding(job, self.workers)?;
-        fit_trace(&report.trace, self.workers, self.target_ms)
+        let admitted: Vec<f64> = report
+            .trace
+            .iter()
+            .map(|row| row.admitted_rate / self.workers as f64)
+            .collect();
+        let delay: Vec<f64> = report.trace.iter().map(|row| row.controlled_delay_ms).collect();
+        fit_identification(&admitted, &delay, self.target_ms)
     }
 }

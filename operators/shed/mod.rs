@@ -18,6 +18,11 @@ pub mod scenario;
 pub mod shedder;
 pub mod sliced;
 
+pub use actuator::Actuation;
 pub use closed_loop::{Clock, LoopFigures, LoopHandle, LoopPeriod, LoopSettings, ShedLoop};
 pub use controller::{Bounded, Coarse, Controller, NoShedding, PeriodSample, Pi, PiParams};
+pub use design::{design, fit_periods, nominal_pi, ArxModel, Design, NOMINAL_POLES};
+pub use excitation::{ExcitationSpec, Excited};
+pub use predictor::Prediction;
+pub use shedder::ShedMode;
 pub use sliced::TimeSliced;
