@@ -14,7 +14,6 @@ use equipoise::shed::identification::Identification;
 use equipoise::shed::job::{run_shedding, ControllerSpec, ShedJob, ShedReport};
 use equipoise::shed::predictor::Prediction;
 use equipoise::shed::scenario::{scenarios, Scenario};
-use equipoise::shed::shedder::ShedMode;
 
 #[derive(Parser, Debug)]
 struct Args {
@@ -130,18 +129,15 @@ fn main() {
                 let runs: Vec<ShedReport> = (1..=rounds as u64)
                     .map(|seed| {
                         let job = ShedJob {
-                            controller,
                             prediction,
                             actuation,
                             target_ms: args.target_ms,
                             period_ms,
                             duration_s: args.duration_s,
-                            profile: profile.clone(),
                             cost_us: args.cost_us,
                             cost_step: *cost_step,
-                            mode: ShedMode::Random,
                             seed,
-                            progress: false,
+                            ..ShedJob::new(controller, profile.clone())
                         };
                         run_shedding(job, args.workers).unwrap()
                     })

@@ -171,18 +171,13 @@ fn pair(option: &str, text: &str) -> Result<(f64, f64), Error> {
 
 fn job(common: &Common, controller: ControllerSpec, profile: Profile, target_ms: f64) -> ShedJob {
     ShedJob {
-        controller,
-        prediction: Prediction::Smith,
-        actuation: None,
         target_ms,
         period_ms: common.period_ms,
         duration_s: common.duration_s,
-        profile,
         cost_us: common.cost_us,
-        cost_step: None,
-        mode: ShedMode::Random,
         seed: common.seed,
         progress: !common.quiet,
+        ..ShedJob::new(controller, profile)
     }
 }
 

@@ -23,8 +23,6 @@ use equipoise::pkg::wordcount::{comparison_table, run_wordcount, KeySource, Word
 use equipoise::pkg::Scheme;
 use equipoise::shed::design::{nominal_pi, NOMINAL_POLES};
 use equipoise::shed::job::{run_shedding, ControllerSpec, ShedJob};
-use equipoise::shed::predictor::Prediction;
-use equipoise::shed::shedder::ShedMode;
 use equipoise::swarm::geometry::{Grid, Rect};
 use equipoise::swarm::job::{run_spatial, DecisionSpec, PolicySpec, SpatialJob};
 use equipoise::swarm::workload::Hotspots;
@@ -199,18 +197,11 @@ fn shedding_part() -> Result<(), equipoise::common::Error> {
         ControllerSpec::Pi(nominal_pi(period_ms, capacity / workers as f64, NOMINAL_POLES)),
     ] {
         let job = ShedJob {
-            controller,
-            prediction: Prediction::Smith,
-            actuation: None,
             target_ms,
             period_ms,
             duration_s: seconds,
-            profile: profile.parse()?,
             cost_us,
-            cost_step: None,
-            mode: ShedMode::Random,
-            seed: 1,
-            progress: false,
+            ..ShedJob::new(controller, profile.parse()?)
         };
         let r = run_shedding(job, workers)?;
         println!(

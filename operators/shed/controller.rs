@@ -144,13 +144,13 @@ impl Controller for Pi {
 
 /// The delay target as a bound (ours): a [`Pi`] whose setpoint sits under
 /// the bound by a margin learned from how far each period's worst delay
-/// rose above the setpoint. A PI holds the delay *at* its setpoint, so
+/// rose above the period's mean. A PI holds the delay *at* its setpoint, so
 /// half the records of a noisy period wait longer; this one keeps the
 /// worst of them under the bound, at the price of a backlog smaller by the
 /// margin (a one-time loss when an overload begins).
 ///
 /// The margin follows m + 3·v, m and v the smoothed mean and mean deviation
-/// of x(k) = worst delay(k) − setpoint(k) (as TCP's retransmission timer
+/// of x(k) = worst delay(k) − mean delay(k) (as TCP's retransmission timer
 /// follows round trips), rising fast and falling slowly; it is learned
 /// only while the loop is in control (the mean delay within 25 % of the
 /// setpoint), and kept between 5 % and 80 % of the bound.
@@ -194,7 +194,11 @@ impl Controller for Bounded {
     fn admitted_rate(&mut self, sample: &PeriodSample) -> f64 {
         let setpoint = self.pi.target_ms;
         if (sample.delay_ms - setpoint).abs() < 0.25 * setpoint {
-            let excess = sample.max_age_ms - setpoint;
+            // The spread within the period: how far its worst record waited
+            // beyond its mean. Not the worst beyond the setpoint: while the
+            // delay comes down to a setpoint just lowered, that reads the
+            // approach as noise, and the margin ratchets up.
+            let excess = sample.max_age_ms - sample.delay_ms;
             let weight = |up: bool| if up { MARGIN_RISE } else { MARGIN_FALL };
             self.mean += weight(excess > self.mean) * (excess - self.mean);
             let spread = (excess - self.mean).abs();

@@ -11,7 +11,6 @@ use super::excitation::{ExcitationSpec, AMPLITUDE, HOLD};
 use super::job::{run_shedding, ControllerSpec, ShedJob};
 use super::predictor::Prediction;
 use super::profile::Profile;
-use super::shedder::ShedMode;
 
 /// How to identify the shedding dataflow.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -83,23 +82,20 @@ impl Identification {
             hold: self.hold,
             seed: 0x2f1 ^ self.seed as u16,
         };
+        // A slow loop holds the delay near the target; the dither excites it.
+        let controller =
+            ControllerSpec::Excited(nominal_pi(self.period_ms, per_worker, MEASURED_DELAY_POLES), excitation);
         let job = ShedJob {
-            // A slow loop holds the delay near the target; the dither excites it.
-            controller: ControllerSpec::Excited(
-                nominal_pi(self.period_ms, per_worker, MEASURED_DELAY_POLES),
-                excitation,
-            ),
             prediction: self.prediction,
-            actuation: None,
             target_ms: self.target_ms,
             period_ms: self.period_ms,
             duration_s: self.duration_s,
-            profile: Profile::Constant(self.arrival * per_worker * self.workers as f64),
             cost_us: self.cost_us,
-            cost_step: None,
-            mode: ShedMode::Random,
             seed: self.seed,
-            progress: false,
+            ..ShedJob::new(
+                controller,
+                Profile::Constant(self.arrival * per_worker * self.workers as f64),
+            )
         };
         let report = run_shedding(job, self.workers)?;
         let admitted: Vec<f64> = report

@@ -108,6 +108,27 @@ pub struct ShedJob {
 }
 
 impl ShedJob {
+    /// `controller` under `profile`, with the defaults of the examples: the
+    /// Smith prediction and the controller's own actuation, D_t = 300 ms,
+    /// W = 100 ms, 10 s of arrivals, 20 µs per record and no step in it,
+    /// random drops, seed 1, no progress lines.
+    pub fn new(controller: ControllerSpec, profile: Profile) -> Self {
+        ShedJob {
+            controller,
+            prediction: Prediction::Smith,
+            actuation: None,
+            target_ms: 300.0,
+            period_ms: 100.0,
+            duration_s: 10.0,
+            profile,
+            cost_us: 20.0,
+            cost_step: None,
+            mode: ShedMode::Random,
+            seed: 1,
+            progress: false,
+        }
+    }
+
     /// Records per second the workers can process at time `t` (each worker a core).
     pub fn capacity(&self, workers: usize, t: f64) -> f64 {
         workers as f64 * 1e6 / self.cost_at(t).max(1e-3)

@@ -8,11 +8,14 @@
 //! periods), and a PI loop fast enough to settle in a few periods oscillates.
 //! The predictor counts the backlog (admitted minus processed records) and
 //! divides it by the measured processing rate: the delay a record admitted
-//! now can expect. It adds the smoothed difference between the measured age
-//! of the oldest record and what the same model says that record waited for
-//! (the backlog when it arrived), so the measurement stays in the loop and
-//! errors in the model (the processing rate, other workers' lag) are
-//! corrected rather than integrated.
+//! now can expect. It adds the median of the last few
+//! differences between the measured age of the oldest record and what the
+//! same model says that record waited for (the backlog when it arrived), so
+//! the measurement stays in the loop and errors in the model (the
+//! processing rate, other workers' lag) are corrected rather than
+//! integrated. A median, because one stall of the output frontier makes one
+//! reading wildly off: smoothed in, it would swing the prediction for
+//! periods after the stall has passed.
 
 use std::collections::VecDeque;
 
@@ -35,8 +38,8 @@ pub enum Prediction {
 /// any sensible target and the prediction no longer matters.
 const MAX_PERIODS: usize = 256;
 
-/// Weight of the newest reading in the smoothed model mismatch.
-const CORRECTION_WEIGHT: f64 = 0.25;
+/// Readings of the model mismatch the correction is the median of.
+const MISMATCHES: usize = 5;
 
 /// A Smith predictor for the frontier delay.
 #[derive(Debug, Clone)]
@@ -44,15 +47,15 @@ pub struct DelayPredictor {
     /// (end of the period, admitted − processed records since the start),
     /// newest first, from (0, 0) or the oldest of the last [`MAX_PERIODS`].
     backlog: VecDeque<(f64, f64)>,
-    /// The smoothed model mismatch, ms.
-    correction: Option<f64>,
+    /// The latest readings of the model mismatch, ms, oldest first.
+    mismatches: VecDeque<f64>,
 }
 
 impl Default for DelayPredictor {
     fn default() -> Self {
         DelayPredictor {
             backlog: VecDeque::from([(0.0, 0.0)]),
-            correction: None,
+            mismatches: VecDeque::with_capacity(MISMATCHES + 1),
         }
     }
 }
@@ -69,14 +72,15 @@ impl DelayPredictor {
         let rate = sample.processed_rate.max(1.0) / 1000.0;
         // How far the oldest record's age differs from what the model says
         // it waited for (the backlog when it arrived): other workers' lag,
-        // processing slices, noise. Smoothed, so that the noise of one
-        // reading does not pass straight into the controller.
-        let mismatch = sample.age_ms - self.backlog_at(now - sample.age_ms) / rate;
-        let correction = self.correction.map_or(mismatch, |previous| {
-            previous + CORRECTION_WEIGHT * (mismatch - previous)
-        });
-        self.correction = Some(correction);
-        (backlog / rate + correction).max(0.0)
+        // processing slices, noise.
+        self.mismatches
+            .push_back(sample.age_ms - self.backlog_at(now - sample.age_ms) / rate);
+        if self.mismatches.len() > MISMATCHES {
+            self.mismatches.pop_front();
+        }
+        let mut sorted: Vec<f64> = self.mismatches.iter().copied().collect();
+        sorted.sort_by(f64::total_cmp);
+        (backlog / rate + sorted[sorted.len() / 2]).max(0.0)
     }
 
     /// The backlog count at time `t`, linear within a period (arrivals are
@@ -138,5 +142,17 @@ mod tests {
         for _ in 0..10 {
             assert_eq!(predictor.predict(&sample(250.0, 800.0, 800.0)), 250.0);
         }
+    }
+
+    #[test]
+    fn one_wild_reading_does_not_move_the_prediction() {
+        // A stall of the output frontier reads as one period whose oldest
+        // record is seconds old; the next periods are as before.
+        let mut predictor = DelayPredictor::default();
+        for _ in 0..5 {
+            assert_eq!(predictor.predict(&sample(250.0, 800.0, 800.0)), 250.0);
+        }
+        assert_eq!(predictor.predict(&sample(5000.0, 800.0, 800.0)), 250.0);
+        assert_eq!(predictor.predict(&sample(250.0, 800.0, 800.0)), 250.0);
     }
 }

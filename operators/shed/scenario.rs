@@ -2,7 +2,7 @@
 //! relative to the capacity, a step in the per-record cost, and a thread
 //! competing for the CPU.
 
-use super::job::CostStep;
+use super::job::{CostStep, ShedJob};
 use super::profile::Profile;
 
 /// One benchmark scenario over a run of `duration_s`.
@@ -79,4 +79,99 @@ pub fn scenarios(capacity: f64, d: f64, cost_us: f64) -> Vec<Scenario> {
             ..plain("cost step + CPU competitor", format!("constant:{}", 0.8 * capacity))
         },
     ]
+}
+
+/// Length of a step of [`Scenario::least_loss`]'s fluid model, s.
+const FLUID_STEP_S: f64 = 0.001;
+
+impl Scenario {
+    /// The least loss ratio of any shedder that admits no record it cannot
+    /// have processed within the target delay, in this scenario run as
+    /// `job` on `workers` workers: a fluid model in which the workers
+    /// process records at their nominal capacity (a competing thread takes
+    /// its share of the machine's cores from when it starts) and a record is
+    /// admitted whenever the records ahead of it and itself can be processed
+    /// within the target. For one queue and one deadline for all, admitting
+    /// whenever possible admits the most. A shedder with less loss let some
+    /// records wait longer than the target.
+    pub fn least_loss(&self, job: &ShedJob, workers: usize) -> f64 {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let capacity = |t: f64| {
+            let share = match self.competitor_from {
+                Some(from) if t >= from => (cores / (workers as f64 + 1.0)).min(1.0),
+                _ => 1.0,
+            };
+            job.capacity(workers, t) * share
+        };
+        let steps = (job.duration_s / FLUID_STEP_S).ceil() as usize;
+        let window = ((job.target_ms / 1000.0 / FLUID_STEP_S).round() as usize).max(1);
+        // Records the workers can process in each step.
+        let served: Vec<f64> = (0..steps + window)
+            .map(|k| capacity((k as f64 + 0.5) * FLUID_STEP_S) * FLUID_STEP_S)
+            .collect();
+        // What they can process within the target from the current step on.
+        let mut within: f64 = served[..window].iter().sum();
+        let (mut queue, mut admitted, mut arrived) = (0.0f64, 0.0, 0.0);
+        for k in 0..steps {
+            let arriving = job.profile.rate((k as f64 + 0.5) * FLUID_STEP_S) * FLUID_STEP_S;
+            let admit = arriving.min((within - queue).max(0.0));
+            arrived += arriving;
+            admitted += admit;
+            queue = (queue + admit - served[k]).max(0.0);
+            within += served[k + window] - served[k];
+        }
+        if arrived > 0.0 {
+            1.0 - admitted / arrived
+        } else {
+            0.0
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shed::job::ControllerSpec;
+
+    fn plain(profile: Profile) -> Scenario {
+        Scenario {
+            name: "test",
+            profile,
+            cost_step: None,
+            step_at: None,
+            competitor_from: None,
+        }
+    }
+
+    #[test]
+    fn least_loss_admits_capacity_and_one_target_of_backlog() {
+        // 20 µs per record: C = 50 000/s per worker.
+        for (workers, target_ms) in [(1, 1000.0), (2, 300.0)] {
+            let c = 50_000.0 * workers as f64;
+            // 2 C for 10 s: C·(10 s + D_t) of 2 C·10 s admitted.
+            let job = ShedJob {
+                target_ms,
+                ..ShedJob::new(ControllerSpec::None, Profile::Constant(2.0 * c))
+            };
+            let expected = 1.0 - (10.0 + target_ms / 1000.0) / 20.0;
+            let least = plain(job.profile.clone()).least_loss(&job, workers);
+            assert!((least - expected).abs() < 1e-3, "{least} vs {expected}");
+            // The flash crowd: C·(1 s + 8 s + D_t) of C·(1 s + 48 s).
+            let crowd = Profile::Step {
+                before: 0.5 * c,
+                after: 6.0 * c,
+                at: 2.0,
+            };
+            let job = ShedJob {
+                target_ms,
+                ..ShedJob::new(ControllerSpec::None, crowd.clone())
+            };
+            let expected = 1.0 - (9.0 + target_ms / 1000.0) / 49.0;
+            let least = plain(crowd).least_loss(&job, workers);
+            assert!((least - expected).abs() < 1e-3, "{least} vs {expected}");
+        }
+        // Under capacity nothing need be lost.
+        let job = ShedJob::new(ControllerSpec::None, Profile::Constant(40_000.0));
+        assert_eq!(plain(job.profile.clone()).least_loss(&job, 1), 0.0);
+    }
 }
