@@ -94,24 +94,22 @@ fn main() {
                     step_at,
                     competitor_from,
                 } = scenario.clone();
-                let run = |controller| {
-                    let job = ShedJob {
-                        target_ms,
-                        period_ms,
-                        duration_s: args.duration_s,
-                        cost_us: args.cost_us,
-                        cost_step,
-                        ..ShedJob::new(controller, profile.clone())
-                    };
-                    let least = scenario.least_loss(&job, workers);
-                    (run_with_competitor(job, workers, competitor_from), least)
+                let job = |controller| ShedJob {
+                    target_ms,
+                    period_ms,
+                    duration_s: args.duration_s,
+                    cost_us: args.cost_us,
+                    cost_step,
+                    ..ShedJob::new(controller, profile.clone())
                 };
-                let (bound, least) = run(ControllerSpec::Bounded(nominal_pi(
+                let least = scenario.least_loss(&job(ControllerSpec::None), workers);
+                let run = |controller| run_with_competitor(job(controller), workers, competitor_from);
+                let bound = run(ControllerSpec::Bounded(nominal_pi(
                     period_ms,
                     per_worker,
                     NOMINAL_POLES,
                 )));
-                let (ca, _) = run(ControllerSpec::Coarse);
+                let ca = run(ControllerSpec::Coarse);
                 let over = |r: &ShedReport| 100.0 * r.delayed_records as f64 / r.processed.max(1) as f64;
                 let violation = |r: &ShedReport| r.delay_violation_ms_sum / 1000.0;
                 let settled = step_at.map(|at| bound.periods_until_under(at));

@@ -94,10 +94,15 @@ pub fn fit_periods(periods: &[LoopPeriod], target_ms: f64) -> Result<ArxModel, E
 /// deviations from their means. The rate admitted during period k + 1 is
 /// the controller's output at the end of period k: the model's I(k).
 pub fn fit_identification(admitted: &[f64], delay: &[f64], target_ms: f64) -> Result<ArxModel, Error> {
+    if admitted.len() != delay.len() {
+        return Err(Error::invalid(
+            "identification",
+            format!("{} admitted rates against {} delays", admitted.len(), delay.len()),
+        ));
+    }
     let start = delay.iter().position(|&d| d >= target_ms).unwrap_or(delay.len());
-    let n = admitted.len().min(delay.len());
-    let input: Vec<f64> = admitted[start.min(n)..n].iter().skip(1).copied().collect();
-    let delay: Vec<f64> = delay[start.min(n)..n].iter().take(input.len()).copied().collect();
+    let input: Vec<f64> = admitted[start..].iter().skip(1).copied().collect();
+    let delay: Vec<f64> = delay[start..].iter().take(input.len()).copied().collect();
     // The model is linear around the operating point (delay near the
     // target, admitted rate near capacity): fit the deviations from it. A
     // queue's delay moves with the admitted rate minus capacity, an offset
