@@ -300,6 +300,10 @@ struct Meter<T> {
     samples: u64,
     age_ms: f64,
     max_age_ms: f64,
+    /// The delay at the period's start, and each sample of the period with
+    /// its time since the start (for the spread around the trend).
+    start_age_ms: f64,
+    ages: Vec<(f64, f64)>,
 }
 
 impl<T: Timestamp + TotalOrder> Meter<T> {
@@ -320,6 +324,8 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
             samples: 0,
             age_ms: 0.0,
             max_age_ms: 0.0,
+            start_age_ms: 0.0,
+            ages: Vec::new(),
         }
     }
 
@@ -359,6 +365,8 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
         self.age_ms = began.map_or(0.0, |began| now.saturating_duration_since(began).as_secs_f64() * 1000.0);
         self.delay_sum_ms += self.age_ms;
         self.max_age_ms = self.max_age_ms.max(self.age_ms);
+        let since_start = now.saturating_duration_since(self.period_start).as_secs_f64() * 1000.0;
+        self.ages.push((since_start, self.age_ms));
         self.samples += 1;
         done
     }
@@ -380,6 +388,8 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
         }
         let (since, before) = self.completed[0];
         let window = now.saturating_duration_since(since).as_secs_f64().max(seconds);
+        let length_ms = seconds * 1000.0;
+        let spread_ms = spread_above_trend(self.start_age_ms, self.age_ms, length_ms, &self.ages);
         let sample = PeriodSample {
             delay_ms: self.delay_sum_ms / self.samples as f64,
             arrival_rate: self.arrived as f64 / seconds,
@@ -387,12 +397,43 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
             processed_rate: (total - before) as f64 / window,
             age_ms: self.age_ms,
             max_age_ms: self.max_age_ms,
-            length_ms: seconds * 1000.0,
+            spread_ms,
+            length_ms,
         };
+        self.start_age_ms = self.age_ms;
+        self.ages.clear();
         self.period_start = now;
         (self.arrived, self.admitted, self.processed, self.samples) = (0, 0, 0, 0);
         self.delay_sum_ms = 0.0;
         self.max_age_ms = 0.0;
         Some((sample, sample.delay_ms))
+    }
+}
+
+/// The most any `(ms since the period's start, delay)` sample rose above
+/// the straight line from `start` to `end` over `length_ms` (0 if none did).
+fn spread_above_trend(start: f64, end: f64, length_ms: f64, ages: &[(f64, f64)]) -> f64 {
+    let trend = |at: f64| start + (end - start) * at / length_ms;
+    ages.iter().map(|&(at, age)| age - trend(at)).fold(0.0, f64::max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spread_above_trend;
+
+    #[test]
+    fn the_spread_is_the_noise_around_the_trend_not_the_trend() {
+        // A delay falling steadily from 1 700 to 1 000 ms over a 1 s
+        // period: its worst sample is 350 ms over its mean, yet no noise.
+        let falling: Vec<(f64, f64)> = (0..=10).map(|i| (i as f64 * 100.0, 1700.0 - i as f64 * 70.0)).collect();
+        assert!(spread_above_trend(1700.0, 1000.0, 1000.0, &falling) < 1e-9);
+        // The same with one stall that held the delay 120 ms above the line.
+        let mut stalled = falling.clone();
+        stalled[4].1 += 120.0;
+        assert!((spread_above_trend(1700.0, 1000.0, 1000.0, &stalled) - 120.0).abs() < 1e-9);
+        // A flat delay with samples under and over it: the highest one.
+        let flat = [(10.0, 290.0), (50.0, 340.0), (90.0, 300.0)];
+        assert_eq!(spread_above_trend(300.0, 300.0, 100.0, &flat), 40.0);
+        assert_eq!(spread_above_trend(300.0, 300.0, 100.0, &[]), 0.0);
     }
 }

@@ -22,6 +22,11 @@ pub struct PeriodSample {
     /// The largest frontier-measured delay sampled during the period, ms:
     /// about what the period's worst record waited.
     pub max_age_ms: f64,
+    /// The most a sampled delay rose above the straight line from the
+    /// delay at the period's start to the delay at its end, ms: the
+    /// period's noise, without its trend (a delay falling from 1.7 s to
+    /// 1.0 s over a 1 s period is a correction, not a spread).
+    pub spread_ms: f64,
     /// How long the period lasted, ms.
     pub length_ms: f64,
 }
@@ -143,14 +148,14 @@ impl Controller for Pi {
 }
 
 /// The delay target as a bound (ours): a [`Pi`] whose setpoint sits under
-/// the bound by a margin learned from how far each period's worst delay
-/// rose above the period's mean. A PI holds the delay *at* its setpoint, so
+/// the bound by a margin learned from how far each period's delay rose
+/// above its trend ([`PeriodSample::spread_ms`]). A PI holds the delay *at* its setpoint, so
 /// half the records of a noisy period wait longer; this one keeps the
 /// worst of them under the bound, at the price of a backlog smaller by the
 /// margin (a one-time loss when an overload begins).
 ///
 /// The margin follows m + 3·v, m and v the smoothed mean and mean deviation
-/// of x(k) = worst delay(k) − mean delay(k) (as TCP's retransmission timer
+/// of x(k) = spread(k) (as TCP's retransmission timer
 /// follows round trips), rising fast and falling slowly; it is learned
 /// only while the loop is in control (the mean delay within 25 % of the
 /// setpoint), and kept between 5 % and 80 % of the bound.
@@ -194,11 +199,12 @@ impl Controller for Bounded {
     fn admitted_rate(&mut self, sample: &PeriodSample) -> f64 {
         let setpoint = self.pi.target_ms;
         if (sample.delay_ms - setpoint).abs() < 0.25 * setpoint {
-            // The spread within the period: how far its worst record waited
-            // beyond its mean. Not the worst beyond the setpoint: while the
-            // delay comes down to a setpoint just lowered, that reads the
-            // approach as noise, and the margin ratchets up.
-            let excess = sample.max_age_ms - sample.delay_ms;
+            // The spread within the period: how far its delay rose above
+            // its trend. Not the worst beyond the setpoint, nor beyond the
+            // period's mean: while the delay comes down to a setpoint just
+            // lowered, both read the approach as noise (at W = 1 s the
+            // margin reached 80 % of the bound on a load that was falling).
+            let excess = sample.spread_ms;
             let weight = |up: bool| if up { MARGIN_RISE } else { MARGIN_FALL };
             self.mean += weight(excess > self.mean) * (excess - self.mean);
             let spread = (excess - self.mean).abs();
@@ -269,6 +275,7 @@ mod tests {
             processed_rate,
             age_ms: delay_ms,
             max_age_ms: delay_ms,
+            spread_ms: 0.0,
             length_ms: 100.0,
         }
     }
@@ -376,7 +383,7 @@ mod tests {
         for _ in 0..200 {
             let setpoint = bounded.setpoint_ms();
             let mut period = measured(setpoint, 3000.0, 1000.0);
-            period.max_age_ms = setpoint + 120.0;
+            period.spread_ms = 120.0;
             bounded.admitted_rate(&period);
         }
         let setpoint = bounded.setpoint_ms();
@@ -385,7 +392,7 @@ mod tests {
         for k in 0..200 {
             let setpoint = bounded.setpoint_ms();
             let mut period = measured(setpoint, 3000.0, 1000.0);
-            period.max_age_ms = setpoint + if k % 2 == 0 { 100.0 } else { 300.0 };
+            period.spread_ms = if k % 2 == 0 { 100.0 } else { 300.0 };
             bounded.admitted_rate(&period);
         }
         let noisy = bounded.setpoint_ms();

@@ -487,6 +487,7 @@ mod tests {
                 processed_rate: processed,
                 age_ms: age,
                 max_age_ms: age,
+                spread_ms: 0.0,
                 length_ms: period,
             };
             sample.delay_ms = predictor.predict(&sample);

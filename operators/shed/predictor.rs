@@ -109,6 +109,7 @@ mod tests {
             processed_rate,
             age_ms,
             max_age_ms: age_ms,
+            spread_ms: 0.0,
             length_ms: 100.0,
         }
     }
