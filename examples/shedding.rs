@@ -15,7 +15,7 @@ use equipoise::common::report::write_report;
 use equipoise::common::Error;
 use equipoise::shed::actuator::Actuation;
 use equipoise::shed::controller::PiParams;
-use equipoise::shed::design::{default_poles, design, nominal_pi};
+use equipoise::shed::design::{closed_loop_poles, default_poles, design, is_stable, nominal_model, nominal_pi};
 use equipoise::shed::identification::Identification;
 use equipoise::shed::job::{run_shedding_on, ControllerSpec, CostStep, ShedJob, ShedReport};
 use equipoise::shed::plot::{write_trace_csv, write_trace_svg};
@@ -51,7 +51,7 @@ struct Common {
     #[arg(long, default_value_t = 100.0)]
     period_ms: f64,
     /// Seconds of arrivals.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
     duration_s: f64,
     /// Seed of the shedder and of record utilities.
     #[arg(long, default_value_t = 1)]
@@ -78,7 +78,7 @@ struct RunArgs {
     #[arg(long, default_value = "ramp:20000:150000:2:8")]
     profile: Profile,
     /// A step in the per-record cost: <cost_us>:<at_s>.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     cost_step: Option<String>,
     /// PI parameters u,g,r (default: designed for the nominal queue model).
     #[arg(long, conflicts_with = "pi_file")]
@@ -216,6 +216,23 @@ fn run(args: RunArgs) -> Result<(), Error> {
                 // Each worker controls its own input into its own queue.
                 (None, None) => nominal_pi(c.period_ms, capacity / workers as f64, default_poles(args.prediction)),
             };
+            let model = nominal_model(c.period_ms, capacity / workers as f64);
+            let finite = [params.u, params.g, params.r].iter().all(|v| v.is_finite());
+            if finite && !is_stable(&model, &params) {
+                let poles: Vec<String> = closed_loop_poles(&model, &params)
+                    .iter()
+                    .map(|(re, im)| format!("{re:.3}{im:+.3}i"))
+                    .collect();
+                eprintln!(
+                    "warning: PI u={},g={},r={} is unstable on the nominal queue model (W = {} ms, {:.0} records/s per worker): closed-loop poles {}",
+                    params.u,
+                    params.g,
+                    params.r,
+                    c.period_ms,
+                    capacity / workers as f64,
+                    poles.join(", ")
+                );
+            }
             if args.controller == "bound" {
                 ControllerSpec::Bounded(params)
             } else {

@@ -184,11 +184,35 @@ fn bad_options_and_rate_files_are_clear_errors() {
         (vec!["run", "--actuation", "both"], "invalid value 'both'"),
         (vec!["identify", "--arrival", "0.9"], "does not overload"),
         (vec!["identify", "--amplitude", "1.5"], "--amplitude"),
+        // Values that panicked, hung or misled.
+        (vec!["run", "--cost-step", "-40:1"], "--cost-step"),
+        (vec!["run", "--cost-step", "40:-1"], "--cost-step"),
+        (vec!["run", "--cost-step", "0:0.5"], "--cost-step"),
+        (vec!["run", "--duration-s", "nan"], "--duration-s"),
+        (vec!["run", "--duration-s", "-1"], "--duration-s"),
+        (vec!["run", "--profile", "constant:1e12"], "above 100000000 records/s"),
+        (vec!["run", "--profile", "sine:10:20:1"], "the rate would go negative"),
+        (vec!["run", "--profile", "bursts:90:10:1:0.5"], "below the base rate"),
+        (vec!["run", "--pi", "nan,1,1"], "must be finite"),
     ] {
         let out = run_example("shedding", &args);
         assert!(!out.status.success(), "{args:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+    // A design that is unstable on the queue model runs, with a warning
+    // that gives its poles.
+    for pi in ["1,0,0", "1,-250,0.88"] {
+        let out = run_example(
+            "shedding",
+            &["run", "--pi", pi, "--duration-s", "0.2", "--profile", "constant:1000"],
+        );
+        assert!(out.status.success(), "{pi}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("unstable") && stderr.contains("closed-loop poles"),
+            "{pi}: {stderr}"
+        );
     }
     assert!("file:/nonexistent/rates.csv"
         .parse::<Profile>()

@@ -291,6 +291,25 @@ pub fn closed_loop_poles(model: &ArxModel, params: &PiParams) -> [(f64, f64); 3]
     cubic_roots(c2, c1, c0)
 }
 
+/// The queue model [`nominal_pi`] designs for, as an ARX model: a1 = 1,
+/// a2 = 0, b1 = `period_ms / capacity`, b2 = 0.
+pub fn nominal_model(period_ms: f64, capacity: f64) -> ArxModel {
+    ArxModel {
+        a1: 1.0,
+        a2: 0.0,
+        b1: period_ms / capacity.max(1e-9),
+        b2: 0.0,
+    }
+}
+
+/// Whether every closed-loop pole of `params` on `model` lies inside the
+/// unit circle.
+pub fn is_stable(model: &ArxModel, params: &PiParams) -> bool {
+    closed_loop_poles(model, params)
+        .iter()
+        .all(|&(re, im)| re.hypot(im) < 1.0)
+}
+
 /// Roots of the monic cubic z³ + c2·z² + c1·z + c0 (Durand–Kerner).
 fn cubic_roots(c2: f64, c1: f64, c0: f64) -> [(f64, f64); 3] {
     type C = (f64, f64);
@@ -383,12 +402,13 @@ mod tests {
         let params = nominal_pi(100.0, 50_000.0, (0.7, 0.8));
         // The queue model as an ARX model with a1 = 1, a2 = 0, b1 = b: the
         // closed loop is second order plus a pole at 0.
-        let model = ArxModel {
-            a1: 1.0,
-            a2: 0.0,
-            b1: 100.0 / 50_000.0,
-            b2: 0.0,
-        };
+        let model = nominal_model(100.0, 50_000.0);
+        assert!(is_stable(&model, &params));
+        // No gain leaves the queue's integrator on the unit circle; a
+        // negative gain pushes a pole outside it.
+        for bad in [PiParams { g: 0.0, ..params }, PiParams { g: -params.g, ..params }] {
+            assert!(!is_stable(&model, &bad), "{bad:?}");
+        }
         let poles = sorted_real(closed_loop_poles(&model, &params));
         for (pole, expected) in poles.iter().zip([0.0, 0.7, 0.8]) {
             assert!((pole - expected).abs() < 1e-6, "{poles:?}");

@@ -275,6 +275,31 @@ pub fn run_shedding_on(job: ShedJob, cluster: &ClusterArgs) -> Result<Option<She
             format!("{} is not a positive number", job.cost_us),
         ));
     }
+    if !(job.duration_s > 0.0 && job.duration_s.is_finite()) {
+        return Err(Error::invalid(
+            "--duration-s",
+            format!("{} is not a positive number of seconds", job.duration_s),
+        ));
+    }
+    if let Some(CostStep { cost_us, at_s }) = job.cost_step {
+        if !(cost_us > 0.0 && cost_us.is_finite() && at_s >= 0.0 && at_s.is_finite()) {
+            return Err(Error::invalid(
+                "--cost-step",
+                format!("{cost_us}:{at_s}: expected a positive cost in µs and a time in s from 0 on"),
+            ));
+        }
+    }
+    if let ControllerSpec::Bounded(params) | ControllerSpec::Pi(params) | ControllerSpec::Excited(params, _) =
+        job.controller
+    {
+        let PiParams { u, g, r } = params;
+        if ![u, g, r].iter().all(|v| v.is_finite()) {
+            return Err(Error::invalid(
+                "--pi",
+                format!("{u},{g},{r}: every value must be finite"),
+            ));
+        }
+    }
     let shared = job.clone();
     let workers = cluster.total_workers();
     run_gathered(

@@ -7,6 +7,11 @@ use std::str::FromStr;
 use crate::common::lines::{for_each_line, OnError};
 use crate::common::Error;
 
+/// The highest arrival rate a profile may ask for, records/s: above what
+/// one process can generate (the run would only queue arrivals in memory,
+/// about 0.5 GB/s at 10¹² records/s).
+pub const MAX_RATE: f64 = 1e8;
+
 /// An arrival-rate profile, as written on the command line.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Profile {
@@ -127,6 +132,9 @@ impl Profile {
             if rate < 0.0 {
                 return Err(format!("negative rate {rate}"));
             }
+            if rate > MAX_RATE {
+                return Err(format!("rate {rate} is above {MAX_RATE} records/s"));
+            }
             if let Some(&(last, _)) = points.last() {
                 if time <= last {
                     return Err(format!("time {time} does not increase (previous {last})"));
@@ -185,6 +193,17 @@ impl FromStr for Profile {
                 Err(bad(format!("expected {form}")))
             }
         };
+        // Every form's first values are rates (times come after them);
+        // check the rates by form below, the bound here for all of them.
+        let rates = match kind {
+            "constant" => 1,
+            "step" | "ramp" | "bursts" => 2,
+            "sine" => 2,
+            _ => 0,
+        };
+        if let Some(rate) = values.iter().take(rates).find(|&&rate| rate > MAX_RATE) {
+            return Err(bad(format!("rate {rate} is above {MAX_RATE} records/s")));
+        }
         match kind {
             "constant" => arity(1, "constant:<rate>").map(|_| Profile::Constant(values[0])),
             "step" => arity(3, "step:<r1>:<r2>:<at_s>").map(|_| Profile::Step {
@@ -209,6 +228,12 @@ impl FromStr for Profile {
                 if values[2] == 0.0 {
                     return Err(bad("the period must be positive".into()));
                 }
+                if values[1] > values[0] {
+                    return Err(bad(format!(
+                        "amplitude {} is above the mean {}: the rate would go negative",
+                        values[1], values[0]
+                    )));
+                }
                 Ok(Profile::Sine {
                     mean: values[0],
                     amplitude: values[1],
@@ -219,6 +244,9 @@ impl FromStr for Profile {
                 arity(4, "bursts:<base>:<peak>:<every_s>:<len_s>")?;
                 if values[2] == 0.0 {
                     return Err(bad("bursts need a positive interval".into()));
+                }
+                if values[1] < values[0] {
+                    return Err(bad(format!("peak {} is below the base rate {}", values[1], values[0])));
                 }
                 Ok(Profile::Bursts {
                     base: values[0],
@@ -281,6 +309,12 @@ mod tests {
             "ramp:1:2:3:3",
             "sine:1:1:0",
             "constant:x",
+            // Beyond what one process can generate: memory, not arrivals.
+            "constant:1e12",
+            "step:10:1e9:1",
+            // The rate would go negative, or the bursts are dips.
+            "sine:10:20:1",
+            "bursts:90:10:1:0.5",
         ] {
             let error = bad.parse::<Profile>().unwrap_err().to_string();
             assert!(error.contains("--profile"), "{bad}: {error}");
