@@ -144,6 +144,7 @@ struct IdentifyArgs {
 }
 
 fn main() -> ExitCode {
+    equipoise::common::report::exit_quietly_on_closed_stdout();
     let result = match Cli::parse().command {
         Command::Run(args) => run(args),
         Command::Identify(args) => identify(args),

@@ -117,6 +117,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
+    equipoise::common::report::exit_quietly_on_closed_stdout();
     match main_with(Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

@@ -65,6 +65,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
+    equipoise::common::report::exit_quietly_on_closed_stdout();
     let args = Args::parse();
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,

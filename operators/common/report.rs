@@ -26,3 +26,16 @@ pub fn check_work_us(work_us: f64) -> Result<std::time::Duration, Error> {
         ))
     }
 }
+
+/// Lets a closed standard output (`example | head`) end the program quietly,
+/// as it ends Unix tools: Rust starts programs with SIGPIPE ignored, so
+/// `println!` to a closed pipe panics with "Broken pipe" instead. Call it
+/// first thing in `main`.
+pub fn exit_quietly_on_closed_stdout() {
+    // SAFETY: restores the signal's default disposition; called before any
+    // thread exists, so nothing races with it.
+    #[cfg(unix)]
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
