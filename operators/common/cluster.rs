@@ -5,6 +5,7 @@
 //! not know, so equipoise's programs parse these themselves and build the
 //! `timely::Config`.
 
+use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 
 use timely::CommunicationConfig;
@@ -93,24 +94,92 @@ impl ClusterArgs {
     }
 }
 
+/// The first `processes` addresses of a hostfile (blank lines skipped),
+/// each checked up front: a `host:port` that resolves, no address twice.
+/// Timely would otherwise retry an unparsable address forever in the other
+/// processes, and name neither file nor line in the process that owns it.
 fn read_hostfile(path: &PathBuf, processes: usize) -> Result<Vec<String>, Error> {
     let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
         path: path.clone(),
         source,
     })?;
-    let addresses: Vec<String> = text
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty())
-        .take(processes)
-        .map(str::to_owned)
-        .collect();
-    if addresses.len() < processes {
-        return Err(Error::Line {
-            path: path.clone(),
-            line: text.lines().count(),
-            reason: format!("only {} addresses for --processes {}", addresses.len(), processes),
-        });
+    let bad = |line: usize, reason: String| Error::Line {
+        path: path.clone(),
+        line,
+        reason,
+    };
+    let mut addresses: Vec<(usize, String)> = Vec::with_capacity(processes);
+    for (index, line) in text.lines().enumerate() {
+        let (number, address) = (index + 1, line.trim());
+        if address.is_empty() {
+            continue;
+        }
+        if addresses.len() == processes {
+            break;
+        }
+        if let Err(error) = address.to_socket_addrs() {
+            return Err(bad(number, format!("`{address}` is not a host:port address ({error})")));
+        }
+        if let Some((first, _)) = addresses.iter().find(|(_, seen)| seen == address) {
+            return Err(bad(
+                number,
+                format!("`{address}` is also on line {first}: each process needs its own"),
+            ));
+        }
+        addresses.push((number, address.to_owned()));
     }
-    Ok(addresses)
+    if addresses.len() < processes {
+        return Err(bad(
+            text.lines().count(),
+            format!("only {} addresses for --processes {}", addresses.len(), processes),
+        ));
+    }
+    Ok(addresses.into_iter().map(|(_, address)| address).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hostfile(name: &str, text: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("equipoise-cluster-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn hostfiles_are_checked_up_front_with_file_and_line() {
+        let good = hostfile("good.txt", "127.0.0.1:2101\n\n127.0.0.1:2102\n127.0.0.1:2103\n");
+        assert_eq!(read_hostfile(&good, 2).unwrap(), ["127.0.0.1:2101", "127.0.0.1:2102"]);
+        for (name, text, processes, expected) in [
+            (
+                "port.txt",
+                "127.0.0.1:2101\n127.0.0.1:99999\n",
+                2,
+                ":2: `127.0.0.1:99999` is not a host:port",
+            ),
+            (
+                "noport.txt",
+                "127.0.0.1\n127.0.0.1:2102\n",
+                2,
+                ":1: `127.0.0.1` is not a host:port",
+            ),
+            (
+                "twice.txt",
+                "127.0.0.1:2101\n\n127.0.0.1:2101\n",
+                2,
+                ":3: `127.0.0.1:2101` is also on line 1",
+            ),
+            ("short.txt", "127.0.0.1:2101\n", 2, "only 1 addresses for --processes 2"),
+        ] {
+            let path = hostfile(name, text);
+            let error = read_hostfile(&path, processes).unwrap_err().to_string();
+            assert!(
+                error.contains(&path.display().to_string()) && error.contains(expected),
+                "{name}: {error}"
+            );
+        }
+    }
 }
