@@ -5,9 +5,15 @@
 //! not know, so equipoise's programs parse these themselves and build the
 //! `timely::Config`.
 
-use std::net::ToSocketAddrs;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpListener, TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
+use timely::communication::allocator::zero_copy::initialize::initialize_networking_from_sockets;
+use timely::communication::allocator::ProcessBuilder;
+use timely::communication::{AllocatorBuilder, Hooks, WorkerGuards};
+use timely::worker::Worker;
 use timely::CommunicationConfig;
 
 use super::error::Error;
@@ -27,6 +33,9 @@ pub struct ClusterArgs {
     /// File with one `host:port` line per process (timely's hostfile).
     #[arg(long = "hostfile")]
     pub hostfile: Option<PathBuf>,
+    /// Seconds the processes wait for each other at start-up.
+    #[arg(long = "connect-timeout-s", default_value_t = 60.0)]
+    pub connect_timeout_s: f64,
 }
 
 impl Default for ClusterArgs {
@@ -36,6 +45,7 @@ impl Default for ClusterArgs {
             processes: 1,
             process: 0,
             hostfile: None,
+            connect_timeout_s: 60.0,
         }
     }
 }
@@ -52,6 +62,47 @@ impl ClusterArgs {
     /// Total number of workers in the cluster.
     pub fn total_workers(&self) -> usize {
         self.workers * self.processes
+    }
+
+    /// Runs `func` on every worker of this process, as `timely::execute`
+    /// does, but for several processes connects them itself: waiting at
+    /// most `--connect-timeout-s` for the others (saying once, on stderr,
+    /// which it awaits), and refusing to start when they were given
+    /// different cluster settings.
+    pub fn execute<T, F>(&self, func: F) -> Result<WorkerGuards<T>, Error>
+    where
+        T: Send + 'static,
+        F: Fn(&mut Worker) -> T + Send + Sync + 'static,
+    {
+        let config = self.config()?;
+        let CommunicationConfig::Cluster {
+            threads,
+            process,
+            addresses,
+            ..
+        } = config.communication
+        else {
+            return timely::execute(config, func).map_err(Error::Runtime);
+        };
+        if !(self.connect_timeout_s > 0.0 && self.connect_timeout_s.is_finite()) {
+            return Err(Error::invalid(
+                "--connect-timeout-s",
+                format!("{} is not a positive number of seconds", self.connect_timeout_s),
+            ));
+        }
+        let timeout = Duration::from_secs_f64(self.connect_timeout_s);
+        let sockets = connect(&addresses, process, &self.fingerprint(), timeout)?;
+        let hooks = Hooks::default();
+        let allocators = ProcessBuilder::new_typed_vector(threads, hooks.refill.clone(), hooks.spill.clone());
+        let (builders, guard) = initialize_networking_from_sockets(allocators, sockets, process, threads, hooks)
+            .map_err(|e| Error::Runtime(format!("networking: {e}")))?;
+        let builders = builders.into_iter().map(AllocatorBuilder::Tcp).collect();
+        timely::execute::execute_from(builders, Box::new(guard), config.worker, func).map_err(Error::Runtime)
+    }
+
+    /// The settings every process of a cluster must share, one per line.
+    fn fingerprint(&self) -> String {
+        format!("-w {}\n-n {}", self.workers, self.processes)
     }
 
     /// The timely configuration these settings describe.
@@ -92,6 +143,128 @@ impl ClusterArgs {
             worker: timely::WorkerConfig::default(),
         })
     }
+}
+
+/// Connects this process (`me`) to every other, as timely would: to each
+/// lower-numbered one by connecting, from each higher-numbered one by
+/// accepting. On each connection the two exchange their indices and
+/// settings. Waits until `timeout` at most.
+fn connect(
+    addresses: &[String],
+    me: usize,
+    fingerprint: &str,
+    timeout: Duration,
+) -> Result<Vec<Option<TcpStream>>, Error> {
+    let deadline = Instant::now() + timeout;
+    let failed = |reason: String| Error::Cluster(format!("process {me} at {}: {reason}", addresses[me]));
+    let listener = TcpListener::bind(&addresses[me]).map_err(|e| failed(format!("cannot listen: {e}")))?;
+    listener.set_nonblocking(true).map_err(|e| failed(e.to_string()))?;
+    let mut sockets: Vec<Option<TcpStream>> = (0..addresses.len()).map(|_| None).collect();
+    let mut said = false;
+    let mut waiting = |missing: &[usize]| {
+        if !said {
+            let list: Vec<String> = missing.iter().map(|&p| format!("{p} at {}", addresses[p])).collect();
+            eprintln!("process {me}: waiting for process {}", list.join(", "));
+            said = true;
+        }
+    };
+    let late = |missing: &[usize]| {
+        let list: Vec<String> = missing.iter().map(|&p| format!("{p} at {}", addresses[p])).collect();
+        failed(format!(
+            "process {} did not connect within {} s (--connect-timeout-s)",
+            list.join(", "),
+            timeout.as_secs_f64()
+        ))
+    };
+    for peer in 0..me {
+        let mut stream = loop {
+            match TcpStream::connect(&addresses[peer]) {
+                Ok(stream) => break stream,
+                Err(_) if Instant::now() < deadline => {
+                    waiting(&[peer]);
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(_) => return Err(late(&[peer])),
+            }
+        };
+        handshake(&mut stream, me, Some(peer), fingerprint, deadline).map_err(&failed)?;
+        sockets[peer] = Some(stream);
+    }
+    loop {
+        let missing: Vec<usize> = (me + 1..addresses.len()).filter(|&p| sockets[p].is_none()).collect();
+        if missing.is_empty() {
+            break;
+        }
+        match listener.accept() {
+            Ok((mut stream, _)) => {
+                stream.set_nonblocking(false).map_err(|e| failed(e.to_string()))?;
+                let peer = handshake(&mut stream, me, None, fingerprint, deadline).map_err(&failed)?;
+                if peer <= me || peer >= addresses.len() || sockets[peer].is_some() {
+                    return Err(failed(format!(
+                        "an unexpected connection claiming to be process {peer}"
+                    )));
+                }
+                sockets[peer] = Some(stream);
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                if Instant::now() >= deadline {
+                    return Err(late(&missing));
+                }
+                waiting(&missing);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => return Err(failed(e.to_string())),
+        }
+    }
+    Ok(sockets)
+}
+
+/// Sends this process's index and settings and reads the peer's; returns
+/// the peer's index. `expected`: the peer this process connected to.
+fn handshake(
+    stream: &mut TcpStream,
+    me: usize,
+    expected: Option<usize>,
+    fingerprint: &str,
+    deadline: Instant,
+) -> Result<usize, String> {
+    let remaining = deadline
+        .saturating_duration_since(Instant::now())
+        .max(Duration::from_millis(1));
+    stream.set_read_timeout(Some(remaining)).map_err(|e| e.to_string())?;
+    let mut message = (me as u64).to_be_bytes().to_vec();
+    message.extend((fingerprint.len() as u64).to_be_bytes());
+    message.extend(fingerprint.as_bytes());
+    stream.write_all(&message).map_err(|e| e.to_string())?;
+    let mut word = [0u8; 8];
+    let mut read_word = |stream: &mut TcpStream| -> Result<u64, String> {
+        stream
+            .read_exact(&mut word)
+            .map_err(|e| format!("a peer's handshake failed: {e}"))?;
+        Ok(u64::from_be_bytes(word))
+    };
+    let peer = read_word(stream)? as usize;
+    let length = read_word(stream)? as usize;
+    if length > 1 << 16 {
+        return Err(format!(
+            "a peer sent a {length}-byte handshake: not an equipoise process?"
+        ));
+    }
+    let mut theirs = vec![0u8; length];
+    stream
+        .read_exact(&mut theirs)
+        .map_err(|e| format!("a peer's handshake failed: {e}"))?;
+    stream.set_read_timeout(None).map_err(|e| e.to_string())?;
+    if expected.is_some_and(|expected| expected != peer) {
+        return Err(format!("the process at that address says it is process {peer}"));
+    }
+    let theirs = String::from_utf8_lossy(&theirs);
+    if let Some((mine, other)) = fingerprint.lines().zip(theirs.lines()).find(|(a, b)| a != b) {
+        return Err(format!(
+            "process {peer} was started with `{other}`, this one with `{mine}`: every process needs the same settings"
+        ));
+    }
+    Ok(peer)
 }
 
 /// The first `processes` addresses of a hostfile (blank lines skipped),

@@ -28,14 +28,13 @@ where
 {
     let result = Arc::new(Mutex::new(None));
     let slot = Arc::clone(&result);
-    let guards = timely::execute(cluster.config()?, move |worker| {
+    let guards = cluster.execute(move |worker| {
         let figures = job(worker);
         let gathered = gather_at_first_worker(worker, figures);
         if worker.index() == 0 {
             *slot.lock().expect("report slot") = Some(assemble(gathered));
         }
-    })
-    .map_err(Error::Runtime)?;
+    })?;
     for outcome in guards.join() {
         outcome.map_err(Error::Runtime)?;
     }

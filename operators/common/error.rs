@@ -31,6 +31,8 @@ pub enum Error {
     },
     /// The timely runtime failed to start or a worker failed.
     Runtime(String),
+    /// The processes of a cluster could not be connected.
+    Cluster(String),
 }
 
 impl Error {
@@ -52,6 +54,7 @@ impl fmt::Display for Error {
             }
             Error::Invalid { what, reason } => write!(f, "invalid {what}: {reason}"),
             Error::Runtime(message) => write!(f, "timely runtime: {message}"),
+            Error::Cluster(message) => write!(f, "cluster: {message}"),
         }
     }
 }
