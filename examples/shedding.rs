@@ -258,7 +258,17 @@ fn run(args: RunArgs) -> Result<(), Error> {
         job.cost_step = Some(CostStep { cost_us, at_s });
     }
     // The report is in the process that hosts worker 0.
-    let Some(report) = run_shedding_on(job, &c.cluster)? else {
+    // What the processes of a cluster must agree on to run one experiment.
+    let mut cluster = c.cluster.clone();
+    cluster.agree("--controller", &args.controller);
+    cluster.agree("--profile", &job.profile);
+    cluster.agree("--target-ms", args.target_ms);
+    cluster.agree("--period-ms", c.period_ms);
+    cluster.agree("--duration-s", c.duration_s);
+    cluster.agree("--cost-us", c.cost_us);
+    cluster.agree("--cost-step", &args.cost_step);
+    cluster.agree("--seed", c.seed);
+    let Some(report) = run_shedding_on(job, &cluster)? else {
         return Ok(());
     };
     print_summary(&report);

@@ -94,7 +94,15 @@ fn run(args: Args) -> Result<(), Error> {
         max_in_flight: args.max_in_flight,
         progress: !args.quiet,
     };
-    if let Some(report) = run_wordcount(config, &args.cluster)? {
+    // What the processes of a cluster must agree on to count the same stream.
+    let mut cluster = args.cluster.clone();
+    cluster.agree("--grouping", args.grouping);
+    cluster.agree("--keys", &args.keys);
+    cluster.agree("--input", &args.input);
+    cluster.agree("--records", args.records);
+    cluster.agree("--batch", args.batch);
+    cluster.agree("--seed", args.seed);
+    if let Some(report) = run_wordcount(config, &cluster)? {
         print_summary(&report);
         if let Some(path) = &args.report {
             write_report(path, &report)?;

@@ -52,8 +52,13 @@ fn two_hosts(name: &str) -> std::path::PathBuf {
 
 fn wordcount(process: &str, hostfile: &std::path::Path, extra: &[&str]) -> std::process::Child {
     Command::new(support::example("wordcount"))
-        .args(["--records", "100", "--quiet", "-n", "2", "-p", process, "--hostfile"])
+        .args(["--quiet", "-n", "2", "-p", process, "--hostfile"])
         .arg(hostfile)
+        .args(if extra.contains(&"--records") {
+            &[][..]
+        } else {
+            &["--records", "100"][..]
+        })
         .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -92,6 +97,23 @@ fn processes_started_with_different_cluster_settings_refuse_to_run() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{stderr}");
         assert!(stderr.contains("every process needs the same settings"), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    // The program's own settings too: a different stream would count
+    // silently wrong.
+    let hostfile = two_hosts("records-hosts.txt");
+    let children = [
+        wordcount("0", &hostfile, &["--records", "300"]),
+        wordcount("1", &hostfile, &[]),
+    ];
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains("`--records 300`") && stderr.contains("`--records 100`"),
+            "{stderr}"
+        );
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
     assert!(started.elapsed() < Duration::from_secs(30));

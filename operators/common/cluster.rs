@@ -36,6 +36,11 @@ pub struct ClusterArgs {
     /// Seconds the processes wait for each other at start-up.
     #[arg(long = "connect-timeout-s", default_value_t = 60.0)]
     pub connect_timeout_s: f64,
+    /// The program's own settings every process must share, one
+    /// `--flag value` each ([`ClusterArgs::agree`]); compared with the other
+    /// processes' at start-up.
+    #[arg(skip)]
+    pub agreed: Vec<String>,
 }
 
 impl Default for ClusterArgs {
@@ -46,6 +51,7 @@ impl Default for ClusterArgs {
             process: 0,
             hostfile: None,
             connect_timeout_s: 60.0,
+            agreed: Vec::new(),
         }
     }
 }
@@ -100,9 +106,21 @@ impl ClusterArgs {
         timely::execute::execute_from(builders, Box::new(guard), config.worker, func).map_err(Error::Runtime)
     }
 
+    /// Adds a setting every process must share: started with different
+    /// values, the processes refuse to run, naming it.
+    pub fn agree(&mut self, flag: &str, value: impl std::fmt::Debug) {
+        self.agreed.push(format!("{flag} {value:?}"));
+    }
+
     /// The settings every process of a cluster must share, one per line.
     fn fingerprint(&self) -> String {
-        format!("-w {}\n-n {}", self.workers, self.processes)
+        let cluster = [format!("-w {}", self.workers), format!("-n {}", self.processes)];
+        cluster
+            .iter()
+            .chain(&self.agreed)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     /// The timely configuration these settings describe.
@@ -245,7 +263,7 @@ fn handshake(
     };
     let peer = read_word(stream)? as usize;
     let length = read_word(stream)? as usize;
-    if length > 1 << 16 {
+    if length > 1 << 24 {
         return Err(format!(
             "a peer sent a {length}-byte handshake: not an equipoise process?"
         ));
