@@ -201,15 +201,32 @@ fn main_with(args: Args) -> Result<(), Error> {
         max_in_flight: args.max_in_flight,
         progress: !args.quiet,
     };
+    // What the processes of a cluster must agree on to run one experiment.
+    let mut cluster = args.cluster.clone();
+    cluster.agree("--policy", &args.policy);
+    cluster.agree("--decision", args.decision);
+    cluster.agree("--bounds", &args.bounds);
+    cluster.agree("--grid", &args.grid);
+    cluster.agree("--input", &args.input);
+    cluster.agree("--workload", &args.workload);
+    cluster.agree("--app", &args.app);
+    cluster.agree("--vocabulary", args.vocabulary);
+    cluster.agree("--points", args.points);
+    cluster.agree("--queries", args.queries);
+    cluster.agree("--seed", args.seed);
+    cluster.agree("--batch", args.batch);
+    cluster.agree("--round", args.round);
+    cluster.agree("--merge-every", args.merge_every);
+    cluster.agree("--split-gain", &args.split_gain);
+    cluster.agree("--on-error", args.on_error);
     let report = match (args.app.as_str(), &args.input) {
-        ("range", Some(path)) => run_app::<RangeQueries>(
-            settings.with_input(read_spatial(path, &grid, args.on_error)?),
-            &args.cluster,
-        )?,
-        ("range", None) => run_app::<RangeQueries>(settings.with_input(hotspots.generate(&grid)), &args.cluster)?,
+        ("range", Some(path)) => {
+            run_app::<RangeQueries>(settings.with_input(read_spatial(path, &grid, args.on_error)?), &cluster)?
+        }
+        ("range", None) => run_app::<RangeQueries>(settings.with_input(hotspots.generate(&grid)), &cluster)?,
         ("textual", None) => {
             let input = hotspots.generate_textual(&grid, args.vocabulary);
-            run_app::<SpatioTextual>(settings.with_input(input), &args.cluster)?
+            run_app::<SpatioTextual>(settings.with_input(input), &cluster)?
         }
         ("textual", Some(_)) => return Err(Error::invalid("--app", "textual runs on synthetic workloads only")),
         (other, _) => return Err(Error::invalid("--app", format!("`{other}`: expected range or textual"))),

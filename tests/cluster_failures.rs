@@ -118,3 +118,26 @@ fn processes_started_with_different_cluster_settings_refuse_to_run() {
     }
     assert!(started.elapsed() < Duration::from_secs(30));
 }
+
+#[test]
+fn spatial_processes_with_different_points_refuse_to_run() {
+    let hostfile = two_hosts("spatial-hosts.txt");
+    let spatial = |process: &str, points: &str| {
+        Command::new(support::example("spatial"))
+            .args(["--quiet", "-n", "2", "-p", process, "--points", points, "--hostfile"])
+            .arg(&hostfile)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    for child in [spatial("0", "100"), spatial("1", "200")] {
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains("`--points 100`") && stderr.contains("`--points 200`"),
+            "{stderr}"
+        );
+    }
+}
