@@ -13,27 +13,12 @@ fn a_malformed_hostfile_stops_every_process_with_file_and_line() {
     let hostfile = scratch("bad-hosts.txt");
     std::fs::write(&hostfile, format!("127.0.0.1:{}\n127.0.0.1:notaport\n", free_port())).unwrap();
     let started = Instant::now();
-    let children: Vec<_> = ["0", "1"]
-        .into_iter()
-        .map(|process| {
-            Command::new(support::example("wordcount"))
-                .args(["--records", "100", "--quiet", "-n", "2", "-p", process, "--hostfile"])
-                .arg(&hostfile)
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for child in children {
-        let out = child.wait_with_output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{stderr}");
-        let expected = format!(
-            "{}:2: `127.0.0.1:notaport` is not a host:port address",
-            hostfile.display()
-        );
-        assert!(stderr.contains(&expected), "{stderr}");
+    let expected = format!(
+        "{}:2: `127.0.0.1:notaport` is not a host:port address",
+        hostfile.display()
+    );
+    let children = ["0", "1"].map(|process| wordcount(process, &hostfile, &[]));
+    for stderr in all_refuse(children, &[&expected]) {
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
     }
     assert!(started.elapsed() < Duration::from_secs(10));
@@ -50,20 +35,42 @@ fn two_hosts(name: &str) -> std::path::PathBuf {
     hostfile
 }
 
-fn wordcount(process: &str, hostfile: &std::path::Path, extra: &[&str]) -> std::process::Child {
-    Command::new(support::example("wordcount"))
+/// Process `process` of two of example `name` over `hostfile`, quiet,
+/// with `args`; its stderr captured.
+fn spawn(name: &str, process: &str, hostfile: &std::path::Path, args: &[&str]) -> std::process::Child {
+    Command::new(support::example(name))
         .args(["--quiet", "-n", "2", "-p", process, "--hostfile"])
         .arg(hostfile)
-        .args(if extra.contains(&"--records") {
-            &[][..]
-        } else {
-            &["--records", "100"][..]
-        })
-        .args(extra)
+        .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
+}
+
+/// A small word count: 100 records unless `extra` says otherwise.
+fn wordcount(process: &str, hostfile: &std::path::Path, extra: &[&str]) -> std::process::Child {
+    let records: &[&str] = if extra.contains(&"--records") {
+        &[]
+    } else {
+        &["--records", "100"]
+    };
+    spawn("wordcount", process, hostfile, &[records, extra].concat())
+}
+
+/// Every process failed, without a panic, saying all of `expected`; their
+/// stderr.
+fn all_refuse(children: impl IntoIterator<Item = std::process::Child>, expected: &[&str]) -> Vec<String> {
+    let mut said = Vec::new();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!out.status.success(), "{stderr}");
+        assert!(expected.iter().all(|e| stderr.contains(e)), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        said.push(stderr);
+    }
+    said
 }
 
 #[test]
@@ -92,13 +99,7 @@ fn processes_started_with_different_cluster_settings_refuse_to_run() {
         wordcount("0", &hostfile, &["-w", "1"]),
         wordcount("1", &hostfile, &["-w", "2"]),
     ];
-    for child in children {
-        let out = child.wait_with_output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{stderr}");
-        assert!(stderr.contains("every process needs the same settings"), "{stderr}");
-        assert!(!stderr.contains("panicked"), "{stderr}");
-    }
+    all_refuse(children, &["every process needs the same settings"]);
     // The program's own settings too: a different stream would count
     // silently wrong.
     let hostfile = two_hosts("records-hosts.txt");
@@ -106,38 +107,16 @@ fn processes_started_with_different_cluster_settings_refuse_to_run() {
         wordcount("0", &hostfile, &["--records", "300"]),
         wordcount("1", &hostfile, &[]),
     ];
-    for child in children {
-        let out = child.wait_with_output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{stderr}");
-        assert!(
-            stderr.contains("`--records 300`") && stderr.contains("`--records 100`"),
-            "{stderr}"
-        );
-        assert!(!stderr.contains("panicked"), "{stderr}");
-    }
+    all_refuse(children, &["`--records 300`", "`--records 100`"]);
     assert!(started.elapsed() < Duration::from_secs(30));
 }
 
 #[test]
 fn spatial_processes_with_different_points_refuse_to_run() {
     let hostfile = two_hosts("spatial-hosts.txt");
-    let spatial = |process: &str, points: &str| {
-        Command::new(support::example("spatial"))
-            .args(["--quiet", "-n", "2", "-p", process, "--points", points, "--hostfile"])
-            .arg(&hostfile)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
-    for child in [spatial("0", "100"), spatial("1", "200")] {
-        let out = child.wait_with_output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{stderr}");
-        assert!(
-            stderr.contains("`--points 100`") && stderr.contains("`--points 200`"),
-            "{stderr}"
-        );
-    }
+    let children = [
+        spawn("spatial", "0", &hostfile, &["--points", "100"]),
+        spawn("spatial", "1", &hostfile, &["--points", "200"]),
+    ];
+    all_refuse(children, &["`--points 100`", "`--points 200`"]);
 }
