@@ -178,19 +178,21 @@ fn connect(
     let listener = TcpListener::bind(&addresses[me]).map_err(|e| failed(format!("cannot listen: {e}")))?;
     listener.set_nonblocking(true).map_err(|e| failed(e.to_string()))?;
     let mut sockets: Vec<Option<TcpStream>> = (0..addresses.len()).map(|_| None).collect();
+    let list = |missing: &[usize]| {
+        let named: Vec<String> = missing.iter().map(|&p| format!("{p} at {}", addresses[p])).collect();
+        named.join(", ")
+    };
     let mut said = false;
     let mut waiting = |missing: &[usize]| {
         if !said {
-            let list: Vec<String> = missing.iter().map(|&p| format!("{p} at {}", addresses[p])).collect();
-            eprintln!("process {me}: waiting for process {}", list.join(", "));
+            eprintln!("process {me}: waiting for process {}", list(missing));
             said = true;
         }
     };
     let late = |missing: &[usize]| {
-        let list: Vec<String> = missing.iter().map(|&p| format!("{p} at {}", addresses[p])).collect();
         failed(format!(
             "process {} did not connect within {} s (--connect-timeout-s)",
-            list.join(", "),
+            list(missing),
             timeout.as_secs_f64()
         ))
     };
