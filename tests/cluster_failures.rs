@@ -1,7 +1,7 @@
 //! Clusters that cannot run fail loudly: every process exits non-zero,
 //! soon, with one line naming what is wrong and where.
 
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use support::{free_port, scratch};
@@ -35,10 +35,12 @@ fn two_hosts(name: &str) -> std::path::PathBuf {
     hostfile
 }
 
-/// Process `process` of two of example `name` over `hostfile`, quiet,
-/// with `args`; its stderr captured.
-fn spawn(name: &str, process: &str, hostfile: &std::path::Path, args: &[&str]) -> std::process::Child {
-    Command::new(support::example(name))
+/// Process `process` of two of example `command[0]` (with its subcommand,
+/// if any, after it) over `hostfile`, quiet, with `args`; its stderr
+/// captured.
+fn spawn(command: &[&str], process: &str, hostfile: &std::path::Path, args: &[&str]) -> std::process::Child {
+    Command::new(support::example(command[0]))
+        .args(&command[1..])
         .args(["--quiet", "-n", "2", "-p", process, "--hostfile"])
         .arg(hostfile)
         .args(args)
@@ -55,7 +57,7 @@ fn wordcount(process: &str, hostfile: &std::path::Path, extra: &[&str]) -> std::
     } else {
         &["--records", "100"]
     };
-    spawn("wordcount", process, hostfile, &[records, extra].concat())
+    spawn(&["wordcount"], process, hostfile, &[records, extra].concat())
 }
 
 /// Every process failed, without a panic, saying all of `expected`; their
@@ -115,8 +117,79 @@ fn processes_started_with_different_cluster_settings_refuse_to_run() {
 fn spatial_processes_with_different_points_refuse_to_run() {
     let hostfile = two_hosts("spatial-hosts.txt");
     let children = [
-        spawn("spatial", "0", &hostfile, &["--points", "100"]),
-        spawn("spatial", "1", &hostfile, &["--points", "200"]),
+        spawn(&["spatial"], "0", &hostfile, &["--points", "100"]),
+        spawn(&["spatial"], "1", &hostfile, &["--points", "200"]),
     ];
     all_refuse(children, &["`--points 100`", "`--points 200`"]);
+}
+
+/// Two shedding processes that would run for 30 s, and the moment they
+/// are surely connected and running; `args` for process 1.
+fn a_long_run(name: &str, args: &[&str]) -> [Child; 2] {
+    let hostfile = two_hosts(name);
+    let long = ["--duration-s", "30", "--profile", "constant:1000"];
+    let started = [
+        spawn(&["shedding", "run"], "0", &hostfile, &long),
+        spawn(&["shedding", "run"], "1", &hostfile, &[&long[..], args].concat()),
+    ];
+    std::thread::sleep(Duration::from_secs(3));
+    started
+}
+
+/// What a process said on stderr, once it exited, and how long it took;
+/// fails the test unless it exited non-zero, without a panic, with one line
+/// besides the start-up's waiting line, saying all of `expected`.
+fn one_line_failure(child: Child, since: Instant, expected: &[&str]) -> Duration {
+    let out = child.wait_with_output().unwrap();
+    let took = since.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let said: Vec<&str> = stderr.lines().filter(|line| !line.contains("waiting for")).collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    assert!(expected.iter().all(|e| said[0].contains(e)), "{stderr}");
+    took
+}
+
+#[test]
+fn a_peer_killed_mid_run_ends_the_other_with_one_line() {
+    let [survivor, mut killed] = a_long_run("killed-hosts.txt", &[]);
+    killed.kill().unwrap();
+    let since = Instant::now();
+    let took = one_line_failure(
+        survivor,
+        since,
+        &["process 1 at 127.0.0.1:", "disconnected during the run"],
+    );
+    killed.wait().unwrap();
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
+#[test]
+fn a_frozen_peer_is_given_up_after_the_stall_timeout() {
+    let [mut frozen, waiting] = a_long_run("frozen-hosts.txt", &["--stall-timeout-s", "2"]);
+    let status = Command::new("kill")
+        .args(["-STOP", &frozen.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let since = Instant::now();
+    let out = waiting.wait_with_output().unwrap();
+    let took = since.elapsed();
+    frozen.kill().unwrap();
+    frozen.wait().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        stderr.contains("nothing from process 0 at 127.0.0.1:")
+            && stderr.contains("process 0 at 127.0.0.1:")
+            && stderr.contains("sent nothing for 2 s (--stall-timeout-s): stopped or frozen"),
+        "{stderr}"
+    );
+    // Silence counts from the last heartbeat heard, up to 250 ms before the stop.
+    assert!(
+        took >= Duration::from_millis(1500) && took < Duration::from_secs(10),
+        "{took:?}"
+    );
 }

@@ -17,6 +17,7 @@ use timely::worker::Worker;
 use timely::CommunicationConfig;
 
 use super::error::Error;
+use super::watch::Watch;
 
 /// The timely cluster settings, as clap arguments (flatten into a program's own).
 #[derive(clap::Args, Debug, Clone)]
@@ -36,6 +37,10 @@ pub struct ClusterArgs {
     /// Seconds the processes wait for each other at start-up.
     #[arg(long = "connect-timeout-s", default_value_t = 60.0)]
     pub connect_timeout_s: f64,
+    /// Seconds a process waits on another that has gone silent (stopped,
+    /// frozen) before giving up on the run.
+    #[arg(long = "stall-timeout-s", default_value_t = 60.0)]
+    pub stall_timeout_s: f64,
     /// The program's own settings every process must share, one
     /// `--flag value` each ([`ClusterArgs::agree`]); compared with the other
     /// processes' at start-up.
@@ -51,6 +56,7 @@ impl Default for ClusterArgs {
             process: 0,
             hostfile: None,
             connect_timeout_s: 60.0,
+            stall_timeout_s: 60.0,
             agreed: Vec::new(),
         }
     }
@@ -74,8 +80,10 @@ impl ClusterArgs {
     /// does, but for several processes connects them itself: waiting at
     /// most `--connect-timeout-s` for the others (saying once, on stderr,
     /// which it awaits), and refusing to start when they were given
-    /// different cluster settings.
-    pub fn execute<T, F>(&self, func: F) -> Result<WorkerGuards<T>, Error>
+    /// different cluster settings. While the run lasts, a process that
+    /// loses another, or hears nothing from it for `--stall-timeout-s`,
+    /// ends with one line naming it.
+    pub fn execute<T, F>(&self, func: F) -> Result<Running<T>, Error>
     where
         T: Send + 'static,
         F: Fn(&mut Worker) -> T + Send + Sync + 'static,
@@ -88,22 +96,34 @@ impl ClusterArgs {
             ..
         } = config.communication
         else {
-            return timely::execute(config, func).map_err(Error::Runtime);
+            let guards = timely::execute(config, func).map_err(Error::Runtime)?;
+            return Ok(Running { guards, watch: None });
         };
-        if !(self.connect_timeout_s > 0.0 && self.connect_timeout_s.is_finite()) {
-            return Err(Error::invalid(
-                "--connect-timeout-s",
-                format!("{} is not a positive number of seconds", self.connect_timeout_s),
-            ));
-        }
-        let timeout = Duration::from_secs_f64(self.connect_timeout_s);
-        let sockets = connect(&addresses, process, &self.fingerprint(), timeout)?;
+        let seconds = |flag: &str, value: f64| {
+            if value > 0.0 && value.is_finite() {
+                Ok(Duration::from_secs_f64(value))
+            } else {
+                Err(Error::invalid(
+                    flag,
+                    format!("{value} is not a positive number of seconds"),
+                ))
+            }
+        };
+        let timeout = seconds("--connect-timeout-s", self.connect_timeout_s)?;
+        let stall = seconds("--stall-timeout-s", self.stall_timeout_s)?;
+        let Links { data, watch } = connect(&addresses, process, &self.fingerprint(), timeout)?;
         let hooks = Hooks::default();
         let allocators = ProcessBuilder::new_typed_vector(threads, hooks.refill.clone(), hooks.spill.clone());
-        let (builders, guard) = initialize_networking_from_sockets(allocators, sockets, process, threads, hooks)
+        let (builders, guard) = initialize_networking_from_sockets(allocators, data, process, threads, hooks)
             .map_err(|e| Error::Runtime(format!("networking: {e}")))?;
+        let watch = Watch::start(process, addresses, watch, stall);
         let builders = builders.into_iter().map(AllocatorBuilder::Tcp).collect();
-        timely::execute::execute_from(builders, Box::new(guard), config.worker, func).map_err(Error::Runtime)
+        let guards =
+            timely::execute::execute_from(builders, Box::new(guard), config.worker, func).map_err(Error::Runtime)?;
+        Ok(Running {
+            guards,
+            watch: Some(watch),
+        })
     }
 
     /// Adds a setting every process must share: started with different
@@ -163,21 +183,44 @@ impl ClusterArgs {
     }
 }
 
-/// Connects this process (`me`) to every other, as timely would: to each
-/// lower-numbered one by connecting, from each higher-numbered one by
-/// accepting. On each connection the two exchange their indices and
-/// settings. Waits until `timeout` at most.
-fn connect(
-    addresses: &[String],
-    me: usize,
-    fingerprint: &str,
-    timeout: Duration,
-) -> Result<Vec<Option<TcpStream>>, Error> {
+/// The workers of this process at work, and the watch on the others.
+pub struct Running<T: Send + 'static> {
+    guards: WorkerGuards<T>,
+    watch: Option<Watch>,
+}
+
+impl<T: Send + 'static> Running<T> {
+    /// Waits for every worker of this process; what each returned, or why
+    /// it failed.
+    pub fn join(self) -> Vec<Result<T, String>> {
+        let outcomes = self.guards.join();
+        if let Some(watch) = self.watch {
+            watch.finish();
+        }
+        outcomes
+    }
+}
+
+/// The connections to the other processes (`None` at this one's index).
+struct Links {
+    /// Timely's.
+    data: Vec<Option<TcpStream>>,
+    /// The [`Watch`]'s heartbeats.
+    watch: Vec<Option<TcpStream>>,
+}
+
+/// Connects this process (`me`) to every other, twice (timely's data and
+/// the watch's heartbeats), as timely would: to each lower-numbered one by
+/// connecting, from each higher-numbered one by accepting. On each
+/// connection the two exchange their indices and settings. Waits until
+/// `timeout` at most.
+fn connect(addresses: &[String], me: usize, fingerprint: &str, timeout: Duration) -> Result<Links, Error> {
     let deadline = Instant::now() + timeout;
     let failed = |reason: String| Error::Cluster(format!("process {me} at {}: {reason}", addresses[me]));
     let listener = TcpListener::bind(&addresses[me]).map_err(|e| failed(format!("cannot listen: {e}")))?;
     listener.set_nonblocking(true).map_err(|e| failed(e.to_string()))?;
-    let mut sockets: Vec<Option<TcpStream>> = (0..addresses.len()).map(|_| None).collect();
+    let none = || (0..addresses.len()).map(|_| None).collect::<Vec<Option<TcpStream>>>();
+    let mut links = [none(), none()];
     let list = |missing: &[usize]| {
         let named: Vec<String> = missing.iter().map(|&p| format!("{p} at {}", addresses[p])).collect();
         named.join(", ")
@@ -197,34 +240,42 @@ fn connect(
         ))
     };
     for peer in 0..me {
-        let mut stream = loop {
-            match TcpStream::connect(&addresses[peer]) {
-                Ok(stream) => break stream,
-                Err(_) if Instant::now() < deadline => {
-                    waiting(&[peer]);
-                    std::thread::sleep(Duration::from_millis(100));
+        for (channel, link) in links.iter_mut().enumerate() {
+            let mut stream = loop {
+                match TcpStream::connect(&addresses[peer]) {
+                    Ok(stream) => break stream,
+                    Err(_) if Instant::now() < deadline => {
+                        waiting(&[peer]);
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                    Err(_) => return Err(late(&[peer])),
                 }
-                Err(_) => return Err(late(&[peer])),
-            }
-        };
-        handshake(&mut stream, me, Some(peer), fingerprint, deadline).map_err(&failed)?;
-        sockets[peer] = Some(stream);
+            };
+            handshake(&mut stream, (me, channel), Some(peer), fingerprint, deadline).map_err(&failed)?;
+            link[peer] = Some(stream);
+        }
     }
     loop {
-        let missing: Vec<usize> = (me + 1..addresses.len()).filter(|&p| sockets[p].is_none()).collect();
+        let missing: Vec<usize> = (me + 1..addresses.len())
+            .filter(|&p| links.iter().any(|link| link[p].is_none()))
+            .collect();
         if missing.is_empty() {
             break;
         }
         match listener.accept() {
             Ok((mut stream, _)) => {
                 stream.set_nonblocking(false).map_err(|e| failed(e.to_string()))?;
-                let peer = handshake(&mut stream, me, None, fingerprint, deadline).map_err(&failed)?;
-                if peer <= me || peer >= addresses.len() || sockets[peer].is_some() {
+                let (peer, channel) = handshake(&mut stream, (me, 0), None, fingerprint, deadline).map_err(&failed)?;
+                let slot = links
+                    .get_mut(channel)
+                    .and_then(|link| link.get_mut(peer))
+                    .filter(|slot| peer > me && slot.is_none());
+                let Some(slot) = slot else {
                     return Err(failed(format!(
                         "an unexpected connection claiming to be process {peer}"
                     )));
-                }
-                sockets[peer] = Some(stream);
+                };
+                *slot = Some(stream);
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => {
                 if Instant::now() >= deadline {
@@ -236,23 +287,26 @@ fn connect(
             Err(e) => return Err(failed(e.to_string())),
         }
     }
-    Ok(sockets)
+    let [data, watch] = links;
+    Ok(Links { data, watch })
 }
 
-/// Sends this process's index and settings and reads the peer's; returns
-/// the peer's index. `expected`: the peer this process connected to.
+/// Sends this process's index, the connection's channel (0: timely's, 1:
+/// the watch's) and the settings, and reads the peer's; returns the peer's
+/// index and channel. `expected`: the peer this process connected to.
 fn handshake(
     stream: &mut TcpStream,
-    me: usize,
+    (me, channel): (usize, usize),
     expected: Option<usize>,
     fingerprint: &str,
     deadline: Instant,
-) -> Result<usize, String> {
+) -> Result<(usize, usize), String> {
     let remaining = deadline
         .saturating_duration_since(Instant::now())
         .max(Duration::from_millis(1));
     stream.set_read_timeout(Some(remaining)).map_err(|e| e.to_string())?;
     let mut message = (me as u64).to_be_bytes().to_vec();
+    message.extend((channel as u64).to_be_bytes());
     message.extend((fingerprint.len() as u64).to_be_bytes());
     message.extend(fingerprint.as_bytes());
     stream.write_all(&message).map_err(|e| e.to_string())?;
@@ -264,6 +318,7 @@ fn handshake(
         Ok(u64::from_be_bytes(word))
     };
     let peer = read_word(stream)? as usize;
+    let channel = read_word(stream)? as usize;
     let length = read_word(stream)? as usize;
     if length > 1 << 24 {
         return Err(format!(
@@ -284,7 +339,7 @@ fn handshake(
             "process {peer} was started with `{other}`, this one with `{mine}`: every process needs the same settings"
         ));
     }
-    Ok(peer)
+    Ok((peer, channel))
 }
 
 /// The first `processes` addresses of a hostfile (blank lines skipped),

@@ -15,5 +15,6 @@ pub mod report;
 pub mod scatter;
 pub mod spin;
 pub mod stash;
+mod watch;
 
 pub use error::Error;
