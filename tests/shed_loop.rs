@@ -56,6 +56,19 @@ fn run<C: Controller + 'static>(
     seconds: f64,
     make: impl Fn() -> C + Send + Sync + 'static,
 ) -> Vec<Seen> {
+    run_stalled(workers, rate, seconds, None, make)
+}
+
+/// [`run`], with every worker stopped for `stall.1` ms once `stall.0` ms
+/// into the run, as a paused process would be (arrivals due meanwhile
+/// arrive at once when it resumes).
+fn run_stalled<C: Controller + 'static>(
+    workers: usize,
+    rate: f64,
+    seconds: f64,
+    stall: Option<(f64, u64)>,
+    make: impl Fn() -> C + Send + Sync + 'static,
+) -> Vec<Seen> {
     let _alone = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     timely::execute(timely::Config::process(workers), move |worker| {
         let start = Instant::now();
@@ -87,6 +100,7 @@ fn run<C: Controller + 'static>(
         });
         let share = rate / worker.peers() as f64;
         let (mut sent, end) = (0u64, seconds * 1000.0);
+        let mut pause = stall;
         loop {
             let now = start.elapsed().as_secs_f64() * 1000.0;
             let due = (share * now.min(end) / 1000.0) as u64;
@@ -100,6 +114,10 @@ fn run<C: Controller + 'static>(
             }
             if now >= end {
                 break;
+            }
+            if let Some((_, for_ms)) = pause.filter(|&(at, _)| now >= at) {
+                std::thread::sleep(Duration::from_millis(for_ms));
+                pause = None;
             }
             worker.step();
         }
@@ -132,6 +150,21 @@ fn with_no_overload_nothing_is_dropped_and_everything_admitted_is_processed() {
             assert!(seen.arrived > 0);
             assert_eq!(seen.dropped, 0, "{workers} workers");
             assert_eq!(seen.processed, seen.arrived, "{workers} workers");
+        }
+    }
+}
+
+#[test]
+fn a_stall_of_the_process_drops_nothing_once_it_keeps_up_again() {
+    // At 3 % of capacity the dataflow keeps up; a 150 ms pause leaves a
+    // burst of arrivals and a low processed rate, which a prediction alone
+    // reads as overload.
+    for workers in 1..=2 {
+        for at in [30.0, 80.0, 140.0, 260.0] {
+            for seen in run_stalled(workers, 1_500.0, 0.8, Some((at, 150)), pi) {
+                assert_eq!(seen.dropped, 0, "{workers} workers, stalled at {at} ms");
+                assert_eq!(seen.processed, seen.arrived);
+            }
         }
     }
 }

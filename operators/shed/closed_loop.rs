@@ -222,8 +222,15 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
                 let mut predictor = DelayPredictor::default();
                 let mut tracker = RateTracker::new(ARRIVAL_WINDOW_MS);
                 let mut fraction = 0.0;
+                let threshold_ms = (OVERLOAD_SHARE * settings.target.as_secs_f64()).max(tick.as_secs_f64()) * 1000.0;
+                let guarded = controller.guarded();
+                let mut last = PeriodSample::default();
+                // The longest this operator went unscheduled in the period.
+                let (mut previous, mut gap) = (Instant::now(), Duration::ZERO);
                 move |(input, frontier), session| {
                     let now = Instant::now();
+                    gap = gap.max(now.saturating_duration_since(previous));
+                    previous = now;
                     // All of this activation's arrivals first: the held
                     // rate's arrival estimate must see them as one interval.
                     input.for_each_stamp(|cap, batches| {
@@ -236,10 +243,12 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
                         fraction = tracker.observe(count as f64, meter.since_observed(now));
                     }
                     let mut figures_now = figures.borrow_mut();
+                    let keeping_up = guarded && !overloaded(meter.age_ms, threshold_ms, &last);
+                    let shed = if keeping_up { 0.0 } else { fraction };
                     for (cap, mut batch) in arrivals.drain(..) {
                         let arrived = batch.len() as u64;
                         let dropped =
-                            drop_share(&mut batch, fraction, settings.mode, &utility, &mut rng, &mut ranked) as u64;
+                            drop_share(&mut batch, shed, settings.mode, &utility, &mut rng, &mut ranked) as u64;
                         figures_now.arrived += arrived;
                         figures_now.dropped += dropped;
                         meter.admit(cap.time(), now, arrived, arrived - dropped);
@@ -254,10 +263,15 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
                         if settings.prediction == Prediction::Smith {
                             controlled.delay_ms = predictor.predict(&sample);
                         }
-                        let admitted = controller.admitted_rate(&controlled);
-                        match actuation {
-                            Actuation::Rate => tracker.set_admitted(admitted),
-                            Actuation::Fraction => fraction = drop_fraction(admitted, sample.arrival_rate),
+                        // A period in which the process stood still measured the
+                        // stall, not the dataflow: its decision stays as it was.
+                        if std::mem::take(&mut gap) < tick * STALL_TICKS {
+                            let admitted = controller.admitted_rate(&controlled);
+                            last = sample;
+                            match actuation {
+                                Actuation::Rate => tracker.set_admitted(admitted),
+                                Actuation::Fraction => fraction = drop_fraction(admitted, sample.arrival_rate),
+                            }
                         }
                         figures.borrow_mut().periods.push(LoopPeriod {
                             end: now - meter.started,
@@ -278,6 +292,33 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
             });
         (stream, handle)
     }
+}
+
+/// Sampling ticks the loop may go unscheduled in a period before the
+/// period counts as a stall of the process.
+const STALL_TICKS: u32 = 5;
+
+/// The share of the target the measured delay must reach before anything
+/// is dropped (or one sampling tick, if longer).
+const OVERLOAD_SHARE: f64 = 0.05;
+
+/// How much faster than arrivals the dataflow must process, over a period,
+/// for the processed rate to say it keeps up: the rate read over a window
+/// of frontier steps is noisy, and where arrivals cross the capacity a
+/// delay held near the target must stay under control.
+const KEEPING_UP_MARGIN: f64 = 0.1;
+
+/// Whether the measurements, not only the controller's prediction, say the
+/// dataflow is overloaded now: the frontier delay last sampled is at least
+/// `threshold_ms` (it is not keeping up), and over the last period it did
+/// not process clearly more records than arrived. Checked at every batch, so a
+/// decision made on a period that misled the prediction (a stall of the
+/// process leaves a burst of arrivals, a processed rate read low and a
+/// stale delay sample at the period's end) drops nothing once the
+/// dataflow has caught up, while a real overload, whose delay grows, is
+/// shed as soon as the delay passes the threshold.
+fn overloaded(age_ms: f64, threshold_ms: f64, last: &PeriodSample) -> bool {
+    age_ms >= threshold_ms && last.arrival_rate > last.processed_rate * (1.0 - KEEPING_UP_MARGIN)
 }
 
 /// The loop's measurements: per-time admitted counts and first sightings,

@@ -44,6 +44,13 @@ pub trait Controller {
     fn actuation(&self) -> Actuation {
         Actuation::Rate
     }
+    /// Whether the loop lets this controller drop only while measurements
+    /// say the dataflow is overloaded (see [`crate::shed::ShedLoop`]): true
+    /// for controllers that hold a delay; false for an open-loop baseline
+    /// reproduced as published, and for an excitation, which drops by design.
+    fn guarded(&self) -> bool {
+        true
+    }
 }
 
 impl<C: Controller + ?Sized> Controller for Box<C> {
@@ -57,6 +64,10 @@ impl<C: Controller + ?Sized> Controller for Box<C> {
 
     fn actuation(&self) -> Actuation {
         (**self).actuation()
+    }
+
+    fn guarded(&self) -> bool {
+        (**self).guarded()
     }
 }
 
@@ -237,6 +248,10 @@ impl Controller for Coarse {
     fn actuation(&self) -> Actuation {
         Actuation::Fraction
     }
+
+    fn guarded(&self) -> bool {
+        false
+    }
 }
 
 /// No shedding.
@@ -254,6 +269,10 @@ impl Controller for NoShedding {
 
     fn actuation(&self) -> Actuation {
         Actuation::Fraction
+    }
+
+    fn guarded(&self) -> bool {
+        false
     }
 }
 

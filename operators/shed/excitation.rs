@@ -99,6 +99,10 @@ impl Controller for Excited {
         self.period += 1;
         (base + level * self.amplitude).max(0.0)
     }
+
+    fn guarded(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]
