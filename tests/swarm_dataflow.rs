@@ -19,7 +19,7 @@ use equipoise::swarm::workload::Hotspots;
 use equipoise::swarm::{
     CostModel, Grid, Match, Orders, PartitionState, RangeQueries, RangeQueryCost, Rect, SpatioTextual, Swarm,
 };
-use support::{report, run_example, run_two_processes, scratch};
+use support::{one_static_worker, report, run_example, run_two_processes, scratch};
 use timely::dataflow::operators::{Input, Inspect};
 use timely::dataflow::InputHandle;
 
@@ -246,17 +246,7 @@ fn two_processes_with_migrations_match_one_static_worker() {
             "--round",
             "2",
         ];
-        let single = scratch(&format!("spatial-{app}-single.json"));
-        let out = run_example(
-            "spatial",
-            &[
-                &common[..],
-                &["--policy", "static", "--report", single.to_str().unwrap()],
-            ]
-            .concat(),
-        );
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let single = report(&single);
+        let single = one_static_worker(&common, &format!("spatial-{app}-single.json"));
         assert!(single["matches"].as_u64().unwrap() > 0);
         for policy in ["forced:7", "swarm", "static:4"] {
             let cluster = scratch(&format!("spatial-{app}-{policy}.json"));

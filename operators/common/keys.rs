@@ -13,6 +13,7 @@ use rand_distr::{Distribution, LogNormal};
 
 use super::error::Error;
 use super::hash::splitmix64;
+use super::memory::check_fits;
 
 /// The form of a synthetic key stream, as written on the command line.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,11 +51,14 @@ impl FromStr for KeySpec {
                 .ok_or_else(|| bad(&format!("{name} `{}` is not a finite number", parts[index])))
         };
         let distinct = |index: usize| -> Result<usize, Error> {
-            parts[index]
+            let count = parts[index]
                 .parse::<usize>()
                 .ok()
                 .filter(|&count| count > 0)
-                .ok_or_else(|| bad(&format!("distinct keys `{}` is not a positive integer", parts[index])))
+                .ok_or_else(|| bad(&format!("distinct keys `{}` is not a positive integer", parts[index])))?;
+            // The sampler's weight and cumulative tables, 8 bytes each per key.
+            check_fits("--keys", text, (count as u64).saturating_mul(16))?;
+            Ok(count)
         };
         match parts[0] {
             "zipf" if parts.len() == 3 => {
@@ -179,6 +183,9 @@ mod tests {
             "uniform:10",
             "lognormal:1:-1:5",
             "zipf:NaN:4",
+            // More keys than any machine's memory holds: refused, not a
+            // capacity-overflow panic.
+            "zipf:1.2:18446744073709551615",
         ] {
             let error = bad.parse::<KeySpec>().unwrap_err().to_string();
             assert!(error.contains("--keys"), "{bad}: {error}");

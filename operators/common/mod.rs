@@ -11,6 +11,7 @@ pub mod keys;
 pub mod latency;
 pub mod lines;
 pub mod median;
+pub mod memory;
 pub mod report;
 pub mod scatter;
 pub mod spin;

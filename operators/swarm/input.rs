@@ -58,9 +58,9 @@ pub fn read_spatial(path: &Path, grid: &Grid, on_error: OnError) -> Result<Spati
 /// Validates the lines of `bytes` (`path` names them in errors).
 pub fn parse_spatial(bytes: &[u8], path: &Path, grid: &Grid, on_error: OnError) -> Result<SpatialInput, Error> {
     let mut records = Vec::new();
-    let mut queries = QueryIds::default();
+    let mut ids = Ids::default();
     let (lines, skipped_lines) = for_each_line(bytes, path, on_error, |index, line| {
-        if let Some(record) = parse_line(line, grid, &mut queries)? {
+        if let Some(record) = parse_line(line, grid, &mut ids)? {
             records.push((index as u64, record));
         }
         Ok(())
@@ -72,15 +72,19 @@ pub fn parse_spatial(bytes: &[u8], path: &Path, grid: &Grid, on_error: OnError) 
     })
 }
 
-/// Query ids seen so far: the active ones, and every id ever registered
-/// (ids are never reused in a file, so a removal is unambiguous).
+/// Ids seen so far: the active queries, every query id ever registered
+/// (ids are never reused in a file, so a removal is unambiguous) and every
+/// point id.
 #[derive(Default)]
-struct QueryIds {
+struct Ids {
     active: HashSet<u64>,
     used: HashSet<u64>,
+    /// Every point id seen: a point given twice would match its queries
+    /// twice.
+    points: HashSet<u64>,
 }
 
-fn parse_line(line: &[u8], grid: &Grid, queries: &mut QueryIds) -> Result<Option<Record>, String> {
+fn parse_line(line: &[u8], grid: &Grid, ids: &mut Ids) -> Result<Option<Record>, String> {
     let text = std::str::from_utf8(line).map_err(|_| "not UTF-8".to_string())?.trim();
     if text.is_empty() || text.starts_with('#') {
         return Ok(None);
@@ -109,7 +113,11 @@ fn parse_line(line: &[u8], grid: &Grid, queries: &mut QueryIds) -> Result<Option
     match fields[0] {
         "p" => {
             arity(4, "p,<id>,<x>,<y>")?;
-            let point = Point::new(id(fields[1])?, number(fields[2])?, number(fields[3])?);
+            let point_id = id(fields[1])?;
+            if !ids.points.insert(point_id) {
+                return Err(format!("point id {point_id} was already used"));
+            }
+            let point = Point::new(point_id, number(fields[2])?, number(fields[3])?);
             Record::point(grid, OutOfBounds::Reject, point)
                 .map(Some)
                 .map_err(|e| e.to_string())
@@ -126,16 +134,16 @@ fn parse_line(line: &[u8], grid: &Grid, queries: &mut QueryIds) -> Result<Option
             .map_err(|e| e.to_string())?;
             let record =
                 Record::query(grid, OutOfBounds::Reject, Query::new(query_id, rect)).map_err(|e| e.to_string())?;
-            if !queries.used.insert(query_id) {
+            if !ids.used.insert(query_id) {
                 return Err(format!("query id {query_id} was already registered"));
             }
-            queries.active.insert(query_id);
+            ids.active.insert(query_id);
             Ok(Some(record))
         }
         "r" => {
             arity(2, "r,<id>")?;
             let query_id = id(fields[1])?;
-            if !queries.active.remove(&query_id) {
+            if !ids.active.remove(&query_id) {
                 return Err(format!("removal of unknown query {query_id}"));
             }
             Ok(Some(Record::removal(query_id)))
@@ -167,7 +175,7 @@ mod tests {
 
     #[test]
     fn bad_lines_are_named_or_skipped_and_counted() {
-        let cases: [(&[u8], &str); 8] = [
+        let cases: [(&[u8], &str); 9] = [
             (b"p,1,2", "expected p,<id>,<x>,<y>"),
             (b"p,x,1,1", "id `x`"),
             (b"p,1,NaN,1", "not finite"),
@@ -176,6 +184,7 @@ mod tests {
             (b"q,1,20,20,30,30", "outside the space"),
             (b"r,4", "removal of unknown query 4"),
             (b"z,1", "unknown record kind `z`"),
+            (b"p,0,2,2", "point id 0 was already used"),
         ];
         for (line, expected) in cases {
             let text = [b"p,0,1,1\n".as_slice(), line, b"\n"].concat();

@@ -35,6 +35,18 @@ pub fn report(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// The report of the spatial example run with `args` on one static worker
+/// (the reference a cluster run must equal), written to `name`.
+pub fn one_static_worker(args: &[&str], name: &str) -> serde_json::Value {
+    let path = scratch(name);
+    let out = run_example(
+        "spatial",
+        &[args, &["--policy", "static", "--report", path.to_str().unwrap()]].concat(),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    report(&path)
+}
+
 /// A port on 127.0.0.1 that was free a moment ago.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
