@@ -249,6 +249,7 @@ where
     S::Query: Sync,
 {
     job.check(cluster.total_workers())?;
+    job.check_memory(cluster.workers)?;
     let (shared, processes) = (job.clone(), cluster.processes);
     run_gathered(
         cluster,

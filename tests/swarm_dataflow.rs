@@ -360,8 +360,15 @@ fn bad_spatial_input_is_named_or_skipped() {
             "expected swarm, static, static:<k> or forced:<seed>",
         ),
         ("--decision", "threshold:0.5", "not a number ≥ 1"),
+        // 64 workers' indexes of 2^26 cells: about 690 GB, refused before
+        // anything is allocated.
+        (
+            "--grid",
+            "8192x8192",
+            "needs about 687.2 GB of memory, more than 80 % of the",
+        ),
     ] {
-        let out = run_example("spatial", &[flag, value, "--points", "10"]);
+        let out = run_example("spatial", &[flag, value, "--points", "10", "-w", "64"]);
         assert!(!out.status.success(), "{flag} {value}");
         assert!(
             String::from_utf8_lossy(&out.stderr).contains(expected),

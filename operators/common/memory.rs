@@ -12,15 +12,21 @@ pub fn available_bytes() -> Option<u64> {
     Some(kib.saturating_mul(1024))
 }
 
-/// Refuses `setting` = `value` if it needs more than `bytes_needed` of the
-/// memory available (when that is known); names both figures.
+/// The share of the available memory one setting may take: the rest is
+/// for everything else the run and the machine hold.
+const USABLE_SHARE: f64 = 0.8;
+
+/// Refuses `setting` = `value` if it needs `bytes_needed`, more than
+/// [`USABLE_SHARE`] of the memory available (when that is known); names
+/// both figures.
 pub fn check_fits(setting: &str, value: &str, bytes_needed: u64) -> Result<(), Error> {
     match available_bytes() {
-        Some(available) if bytes_needed > available => Err(Error::invalid(
+        Some(available) if bytes_needed as f64 > USABLE_SHARE * available as f64 => Err(Error::invalid(
             setting,
             format!(
-                "`{value}` needs about {} of memory and this machine has {} available",
+                "`{value}` needs about {} of memory, more than {:.0} % of the {} this machine has available",
                 human(bytes_needed),
+                USABLE_SHARE * 100.0,
                 human(available)
             ),
         )),
