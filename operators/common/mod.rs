@@ -1,21 +1,33 @@
-//! Helpers shared by the capabilities: deterministic hashing, errors, timely's
-//! cluster flags, gathering results at one worker, busy work, latency
-//! summaries and workload generators.
+//! Helpers shared by the capabilities: deterministic hashing, errors, busy
+//! work, and the exchange machinery of the pacts; with the `lab` feature (on
+//! by default), the experiment harness: timely's cluster flags and start-up,
+//! job driving, gathering results at one worker, latency summaries, key
+//! streams, line readers, reports.
 
+#[cfg(feature = "lab")]
 pub mod cluster;
+#[cfg(feature = "lab")]
 pub mod driver;
 pub mod error;
+#[cfg(feature = "lab")]
 pub mod gather;
 pub mod hash;
+#[cfg(feature = "lab")]
 pub mod keys;
+#[cfg(feature = "lab")]
 pub mod latency;
+#[cfg(feature = "lab")]
 pub mod lines;
+#[cfg(feature = "lab")]
 pub mod median;
+#[cfg(feature = "lab")]
 pub mod memory;
+#[cfg(feature = "lab")]
 pub mod report;
 pub mod scatter;
 pub mod spin;
 pub mod stash;
+#[cfg(feature = "lab")]
 mod watch;
 
 pub use error::Error;

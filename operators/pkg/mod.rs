@@ -17,10 +17,12 @@ pub mod potc;
 pub mod ranking;
 pub mod round_robin;
 pub mod router;
+#[cfg(feature = "lab")]
 pub mod sim;
 pub mod space_saving;
 pub mod top_k;
 pub mod two_choices;
+#[cfg(feature = "lab")]
 pub mod wordcount;
 
 pub use aggregate::{Aggregate, MergePartials, PkgCount};

@@ -30,7 +30,8 @@ pub trait Grouping {
 }
 
 /// The four schemes of the PKG paper's comparison, chosen at run time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "lab", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Scheme {
     /// Key grouping: the first hash of the key (one worker per key).
@@ -44,10 +45,10 @@ pub enum Scheme {
     Pkg,
     /// D-Choices: PKG, but head keys (by the sender's sketch) to the least
     /// loaded of d hashed candidates.
-    #[value(name = "dchoices")]
+    #[cfg_attr(feature = "lab", value(name = "dchoices"))]
     DChoices,
     /// W-Choices: PKG, but head keys to the least loaded of all workers.
-    #[value(name = "wchoices")]
+    #[cfg_attr(feature = "lab", value(name = "wchoices"))]
     WChoices,
 }
 

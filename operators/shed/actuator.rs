@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 use super::controller::drop_fraction;
 
 /// What a controller's output sets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "lab", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Actuation {
     /// An admitted rate, held as arrivals change ([`RateTracker`]).

@@ -8,12 +8,18 @@ pub mod controller;
 pub mod design;
 pub mod excitation;
 #[cfg(test)]
+#[cfg(any(feature = "lab", test))]
 mod fluid_queue;
+#[cfg(feature = "lab")]
 pub mod identification;
+#[cfg(feature = "lab")]
 pub mod job;
+#[cfg(feature = "lab")]
 pub mod plot;
 pub mod predictor;
+#[cfg(feature = "lab")]
 pub mod profile;
+#[cfg(feature = "lab")]
 pub mod scenario;
 pub mod shedder;
 pub mod sliced;

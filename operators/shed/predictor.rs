@@ -24,7 +24,8 @@ use serde::{Deserialize, Serialize};
 use super::controller::PeriodSample;
 
 /// Whether the PI controller sees the measured delay or the predicted one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "lab", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Prediction {
     /// The frontier delay corrected by [`DelayPredictor`] (the default).

@@ -14,7 +14,8 @@ use timely::dataflow::StreamVec;
 use timely::progress::Timestamp;
 
 /// How records are chosen for dropping.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "lab", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum ShedMode {
     /// Each record independently, with the drop fraction as probability.

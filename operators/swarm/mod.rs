@@ -65,7 +65,9 @@ pub mod geometry;
 pub mod granularity;
 pub mod ids;
 pub mod index;
+#[cfg(feature = "lab")]
 pub mod input;
+#[cfg(feature = "lab")]
 pub mod job;
 pub mod merge;
 pub(crate) mod operator;
@@ -76,6 +78,7 @@ pub(crate) mod router;
 pub mod stats;
 pub(crate) mod store;
 pub mod textual;
+#[cfg(feature = "lab")]
 pub mod workload;
 
 pub use app::{Match, PartitionState, Point, Query, RangeQueries, Registered};
