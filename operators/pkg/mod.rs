@@ -9,27 +9,32 @@ pub mod aggregate;
 pub mod candidates;
 pub mod differential;
 pub mod greedy;
-pub mod hashing;
-pub mod head;
-pub mod heavy_hitters;
+pub mod head_aware;
+pub mod head_shape;
+pub mod key;
 pub mod pact;
+pub mod partial_key;
 pub mod potc;
 pub mod ranking;
-pub mod round_robin;
 pub mod router;
+pub mod shuffle;
 #[cfg(feature = "lab")]
 pub mod sim;
 pub mod space_saving;
 pub mod top_k;
-pub mod two_choices;
 #[cfg(feature = "lab")]
 pub mod wordcount;
 
 pub use aggregate::{Aggregate, MergePartials, PkgCount};
 pub use differential::PkgCountCollection;
+pub use head_aware::{HeadAware, HeadSpread};
+pub use key::Key;
 pub use pact::{
     Grouped, HeadAwareGrouping, KeyGrouping, PartialKeyGrouping, PotcGrouping, SchemeGrouping, SendCounts,
     ShuffleGrouping,
 };
+pub use partial_key::Pkg;
+pub use potc::Potc;
 pub use router::{Grouping, Router, Scheme};
+pub use shuffle::Shuffle;
 pub use top_k::TopK;

@@ -15,12 +15,12 @@ use timely::worker::Worker;
 
 use crate::common::scatter::{allocate_scatter, LoggedPuller, LoggedPusher, Scatter};
 
-use super::hashing::Hashing;
-use super::heavy_hitters::HeadAware;
-use super::potc::PowerOfTwoChoices;
-use super::round_robin::RoundRobin;
+use super::head_aware::HeadAware;
+use super::key::Key;
+use super::partial_key::Pkg;
+use super::potc::Potc;
 use super::router::{Grouping, Router, Scheme};
-use super::two_choices::TwoChoices;
+use super::shuffle::Shuffle;
 
 /// How many records each destination worker has been sent by this worker
 /// through one pact, shared with the program that built the pact.
@@ -79,13 +79,13 @@ pub struct Grouped<G, D, F> {
 
 /// Partial key grouping: each record to the less loaded of its key's two
 /// candidate workers, by this sender's own load estimate.
-pub type PartialKeyGrouping<D, F> = Grouped<TwoChoices, D, F>;
+pub type PartialKeyGrouping<D, F> = Grouped<Pkg, D, F>;
 /// Key grouping: each key to one worker (the first candidate of PKG).
-pub type KeyGrouping<D, F> = Grouped<Hashing, D, F>;
+pub type KeyGrouping<D, F> = Grouped<Key, D, F>;
 /// Shuffle grouping: round-robin, whatever the key.
-pub type ShuffleGrouping<D, F> = Grouped<RoundRobin, D, F>;
+pub type ShuffleGrouping<D, F> = Grouped<Shuffle, D, F>;
 /// Power of two choices: a key's first record fixes its worker (no splitting).
-pub type PotcGrouping<D, F> = Grouped<PowerOfTwoChoices, D, F>;
+pub type PotcGrouping<D, F> = Grouped<Potc, D, F>;
 /// A scheme chosen at run time.
 pub type SchemeGrouping<D, F> = Grouped<Scheme, D, F>;
 /// D-Choices or W-Choices: PKG for the tail, head keys (found by each

@@ -7,12 +7,12 @@ use std::hash::BuildHasherDefault;
 use crate::common::hash::StableHasher;
 
 use super::candidates::two_choices;
+use super::partial_key::less_loaded;
 use super::router::{Grouping, Router};
-use super::two_choices::less_loaded;
 
 /// The PoTC policy: the first record of a key fixes its worker.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct PowerOfTwoChoices;
+pub struct Potc;
 
 /// A sender's PoTC state: its loads and the table of placed keys.
 #[derive(Debug, Clone)]
@@ -28,7 +28,7 @@ impl PotcRouter {
     }
 }
 
-impl Grouping for PowerOfTwoChoices {
+impl Grouping for Potc {
     type Router = PotcRouter;
     fn router(&self, peers: usize, _sender: usize) -> PotcRouter {
         PotcRouter {

@@ -7,11 +7,11 @@ use std::str::FromStr;
 
 use crate::common::Error;
 
-use super::hashing::{Hashing, HashingRouter};
-use super::heavy_hitters::{HeadAware, HeadAwareRouter};
-use super::potc::{PotcRouter, PowerOfTwoChoices};
-use super::round_robin::{RoundRobin, RoundRobinRouter};
-use super::two_choices::{TwoChoices, TwoChoicesRouter};
+use super::head_aware::{HeadAware, HeadAwareRouter};
+use super::key::{Key, KeyRouter};
+use super::partial_key::{Pkg, PkgRouter};
+use super::potc::{Potc, PotcRouter};
+use super::shuffle::{Shuffle, ShuffleRouter};
 
 /// The routing state one sender keeps.
 pub trait Router {
@@ -90,7 +90,7 @@ impl FromStr for Scheme {
             .find(|scheme| scheme.name() == text)
             .ok_or_else(|| {
                 Error::invalid(
-                    "--grouping",
+                    "grouping scheme",
                     format!("`{text}`: expected key, shuffle, potc, pkg, dchoices or wchoices"),
                 )
             })
@@ -101,13 +101,13 @@ impl FromStr for Scheme {
 #[derive(Debug, Clone)]
 pub enum SchemeRouter {
     /// See [`Scheme::Key`].
-    Key(HashingRouter),
+    Key(KeyRouter),
     /// See [`Scheme::Shuffle`].
-    Shuffle(RoundRobinRouter),
+    Shuffle(ShuffleRouter),
     /// See [`Scheme::Potc`].
     Potc(PotcRouter),
     /// See [`Scheme::Pkg`].
-    Pkg(TwoChoicesRouter),
+    Pkg(PkgRouter),
     /// See [`Scheme::DChoices`] and [`Scheme::WChoices`].
     HeadAware(HeadAwareRouter),
 }
@@ -142,10 +142,10 @@ impl Grouping for Scheme {
     type Router = SchemeRouter;
     fn router(&self, peers: usize, sender: usize) -> SchemeRouter {
         match self {
-            Scheme::Key => SchemeRouter::Key(Hashing.router(peers, sender)),
-            Scheme::Shuffle => SchemeRouter::Shuffle(RoundRobin.router(peers, sender)),
-            Scheme::Potc => SchemeRouter::Potc(PowerOfTwoChoices.router(peers, sender)),
-            Scheme::Pkg => SchemeRouter::Pkg(TwoChoices.router(peers, sender)),
+            Scheme::Key => SchemeRouter::Key(Key.router(peers, sender)),
+            Scheme::Shuffle => SchemeRouter::Shuffle(Shuffle.router(peers, sender)),
+            Scheme::Potc => SchemeRouter::Potc(Potc.router(peers, sender)),
+            Scheme::Pkg => SchemeRouter::Pkg(Pkg.router(peers, sender)),
             Scheme::DChoices => SchemeRouter::HeadAware(HeadAware::d_choices().router(peers, sender)),
             Scheme::WChoices => SchemeRouter::HeadAware(HeadAware::w_choices().router(peers, sender)),
         }

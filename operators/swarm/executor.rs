@@ -10,10 +10,10 @@ use crate::common::Error;
 use super::app::PartitionState;
 use super::coordinator::{ReductionAsk, RoundReport};
 use super::cost::CostModel;
+use super::dispatch::{Dispatched, DispatchedTo};
 use super::ids::PartitionId;
 use super::index::PlanChange;
 use super::plan::PlanUpdate;
-use super::router::{Routed, RoutedTo};
 use super::store::{PartitionPacket, Store};
 
 /// What one executor did, readable by the program.
@@ -88,7 +88,7 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
         &mut self,
         time: u64,
         arrivals: Vec<PartitionPacket<S>>,
-        mut records: Vec<RoutedTo<S>>,
+        mut records: Vec<DispatchedTo<S>>,
         emit: &mut dyn FnMut(S::Output),
     ) {
         for packet in arrivals {
@@ -104,7 +104,7 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
         };
         let mut points = false;
         for (_, partition, record) in records {
-            points |= matches!(record, Routed::Point(_));
+            points |= matches!(record, Dispatched::Point(_));
             let checks = self.store.apply(partition, record, round, &mut counted);
             self.work.repeat(checks);
             self.figures.checks += checks;
@@ -207,15 +207,15 @@ mod tests {
         (index, executors)
     }
 
-    /// A record routed as the router would route it under `index`.
-    fn routed(index: &GlobalIndex, record: Routed<(), ()>) -> Vec<(usize, PartitionId, Routed<(), ()>)> {
+    /// A record routed as the dispatcher would route it under `index`.
+    fn routed(index: &GlobalIndex, record: Dispatched<(), ()>) -> Vec<(usize, PartitionId, Dispatched<(), ()>)> {
         let grid = index.grid();
         match &record {
-            Routed::Point(p) => {
+            Dispatched::Point(p) => {
                 let (id, owner) = index.route_point(p.x, p.y, OutOfBounds::Reject).unwrap();
                 vec![(owner, id, record)]
             }
-            Routed::Query(Query { rect, .. }) | Routed::Removal { rect, .. } => {
+            Dispatched::Query(Query { rect, .. }) | Dispatched::Removal { rect, .. } => {
                 let cells = grid.cells_of(rect, OutOfBounds::Reject).unwrap();
                 let ids = index.partitions_overlapping(&cells);
                 ids.into_iter()
@@ -229,7 +229,7 @@ mod tests {
     fn epoch(
         executors: &mut [Executor<RangeQueries, RangeQueryCost>],
         time: u64,
-        records: Vec<(usize, PartitionId, Routed<(), ()>)>,
+        records: Vec<(usize, PartitionId, Dispatched<(), ()>)>,
         arrivals: &mut [Vec<PartitionPacket<RangeQueries>>],
     ) -> Vec<Match> {
         let mut out = Vec::new();
@@ -247,14 +247,14 @@ mod tests {
         let wide = Rect::new(1.0, 1.0, 9.0, 9.0).unwrap();
         let mut arrivals = vec![Vec::new(), Vec::new()];
         // A point of the same epoch as the registration is matched: queries first.
-        let mut records = routed(&index, Routed::Point(Point::new(5, 2.0, 8.0)));
-        records.extend(routed(&index, Routed::Query(Query::new(1, wide))));
+        let mut records = routed(&index, Dispatched::Point(Point::new(5, 2.0, 8.0)));
+        records.extend(routed(&index, Dispatched::Query(Query::new(1, wide))));
         let seen = epoch(&mut executors, 0, records, &mut arrivals);
         assert_eq!(seen, vec![Match { query: 1, point: 5 }]);
         // One point, checked against the one query its partition holds.
         assert_eq!(executors.iter().map(|e| e.figures().checks).sum::<u64>(), 1);
-        let removal = Routed::Removal { id: 1, rect: wide };
-        let mut records = routed(&index, Routed::Point(Point::new(6, 8.0, 2.0)));
+        let removal = Dispatched::Removal { id: 1, rect: wide };
+        let mut records = routed(&index, Dispatched::Point(Point::new(6, 8.0, 2.0)));
         records.extend(routed(&index, removal));
         assert_eq!(epoch(&mut executors, 1, records, &mut arrivals), vec![]);
     }
@@ -264,7 +264,12 @@ mod tests {
         let (index, mut executors) = executors();
         let mut arrivals = vec![Vec::new(), Vec::new()];
         let query = Query::new(1, Rect::new(0.0, 0.0, 10.0, 10.0).unwrap());
-        epoch(&mut executors, 0, routed(&index, Routed::Query(query)), &mut arrivals);
+        epoch(
+            &mut executors,
+            0,
+            routed(&index, Dispatched::Query(query)),
+            &mut arrivals,
+        );
         // Worker 0 gives its partition to worker 1 from epoch 2 on.
         let (&id, _) = index.partitions().iter().find(|(_, info)| info.owner == 0).unwrap();
         let update = PlanUpdate {
@@ -286,7 +291,7 @@ mod tests {
         // A point in the moved partition now goes to worker 1, which matches it.
         let x = index.info(id).unwrap().rect;
         let (px, py) = (x.col0 as f64 * 2.5 + 0.1, x.row0 as f64 * 2.5 + 0.1);
-        let records = routed(&moved, Routed::Point(Point::new(9, px, py)));
+        let records = routed(&moved, Dispatched::Point(Point::new(9, px, py)));
         assert!(records.iter().all(|(owner, _, _)| *owner == 1));
         assert_eq!(
             epoch(&mut executors, 2, records, &mut arrivals),

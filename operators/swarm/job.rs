@@ -26,12 +26,12 @@ use crate::common::Error;
 
 use super::app::{Match, PartitionState, Point, Query};
 use super::coordinator::{Orders, Policy};
+use super::dispatch::Refused;
 use super::executor::ExecutorFigures;
 use super::geometry::Grid;
 use super::input::SpatialInput;
 use super::operator::{InitialPlan, Swarm, SwarmConfig, SwarmHandles};
 use super::record::{Item, Record};
-use super::router::Refused;
 
 /// How the coordinator decides, for `--decision`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -239,7 +239,7 @@ pub struct SpatialReport {
 pub struct WorkerFigures {
     /// The executor's figures.
     pub executor: ExecutorFigures,
-    /// What the router refused.
+    /// What the dispatcher refused.
     pub refused: Refused,
     /// Matches seen on the output stream.
     pub matches: u64,

@@ -3,7 +3,7 @@
 //!
 //! The stages, each on every worker (the timestamped protocol of
 //! `docs/swarm.md`):
-//! - the **router** holds the records of epoch `t` until the plan for `t`
+//! - the **dispatcher** holds the records of epoch `t` until the plan for `t`
 //!   is final, then tags each with its partitions;
 //! - an exchange by owner delivers each tagged record to its partition's
 //!   owner under the plan valid at `t`;
@@ -39,13 +39,13 @@ use super::app::PartitionState;
 use super::coordination::coordinate;
 use super::coordinator::{Coordinator, Orders, Policy, RoundReport};
 use super::cost::{CostModel, RangeQueryCost};
+use super::dispatch::{dispatch, DispatchedTo, Refused};
 use super::executor::{Executor, ExecutorFigures};
 use super::geometry::{Grid, OutOfBounds};
 use super::ids::IdMint;
 use super::index::GlobalIndex;
 use super::plan::PlanUpdate;
 use super::record::Record;
-use super::router::{route, Refused, RoutedTo};
 use super::store::{PartitionPacket, Store};
 
 /// The longest round, in epochs (epoch arithmetic stays far from overflow).
@@ -165,7 +165,7 @@ pub struct SwarmHandles {
     pub probe: ProbeHandle<u64>,
     /// This worker's executor figures.
     pub figures: Rc<RefCell<ExecutorFigures>>,
-    /// What this worker's router refused.
+    /// What this worker's dispatcher refused.
     pub refused: Rc<RefCell<Refused>>,
     /// What the coordinator ordered (meaningful on worker 0).
     pub orders: Rc<RefCell<Orders>>,
@@ -258,7 +258,7 @@ impl<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone> Swarm<'scope, P, 
 
         let (plan_handle, plan_stream) = scope.feedback::<Vec<PlanUpdate>>(round);
         let (state_handle, state_stream) = scope.feedback::<Vec<Packet<S>>>(1);
-        let routed = route(self, plan_stream.clone(), initial, Rc::clone(&refused));
+        let routed = dispatch(self, plan_stream.clone(), initial, Rc::clone(&refused));
         let (results, reports, packets) = execute(
             routed,
             plan_stream,
@@ -293,7 +293,7 @@ impl<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone> Swarm<'scope, P, 
 /// [`Executor`]; at round ends, reports and sends leaving partitions.
 #[allow(clippy::type_complexity)]
 fn execute<'scope, S: PartitionState, M: CostModel + 'static>(
-    routed: StreamVec<'scope, u64, RoutedTo<S>>,
+    routed: StreamVec<'scope, u64, DispatchedTo<S>>,
     plan: StreamVec<'scope, u64, PlanUpdate>,
     state: StreamVec<'scope, u64, Packet<S>>,
     executor: Rc<RefCell<Executor<S, M>>>,
@@ -305,7 +305,7 @@ fn execute<'scope, S: PartitionState, M: CostModel + 'static>(
     StreamVec<'scope, u64, Packet<S>>,
 ) {
     let mut builder = OperatorBuilder::new("SwarmExecutor".to_owned(), routed.scope());
-    let mut data_in = builder.new_input(routed, Exchange::new(|(owner, _, _): &RoutedTo<S>| *owner as u64));
+    let mut data_in = builder.new_input(routed, Exchange::new(|(owner, _, _): &DispatchedTo<S>| *owner as u64));
     let mut plan_in = builder.new_input(plan, Pipeline);
     let mut state_in = builder.new_input(state, Exchange::new(|(to, _): &(usize, PartitionPacket<S>)| *to as u64));
     // The results first: the data stash's capabilities are for output 0.
@@ -322,7 +322,7 @@ fn execute<'scope, S: PartitionState, M: CostModel + 'static>(
         for cap in round_cap.iter_mut().chain(packet_cap.iter_mut()) {
             cap.downgrade(&(round - 1));
         }
-        let mut data: TimeStash<u64, Vec<RoutedTo<S>>> = TimeStash::default();
+        let mut data: TimeStash<u64, Vec<DispatchedTo<S>>> = TimeStash::default();
         let mut arrivals: BTreeMap<u64, Vec<PartitionPacket<S>>> = BTreeMap::new();
         let mut updates: BTreeMap<u64, PlanUpdate> = BTreeMap::new();
         // Once the records end: the last round end whose update must be applied.
@@ -356,7 +356,7 @@ fn execute<'scope, S: PartitionState, M: CostModel + 'static>(
                 let round_end = round_cap.as_ref().map(|cap| *cap.time());
                 if data_frontier.is_empty() && data.first_time().is_none() && arrivals.is_empty() {
                     // No more records. Every update routing used has arrived
-                    // (a router routes epoch t only once the plan for t is
+                    // (a dispatcher routes epoch t only once the plan for t is
                     // final everywhere), and the partitions it moves must
                     // still reach their owners, which may hold records for
                     // them: process round ends until those are applied.

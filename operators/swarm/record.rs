@@ -1,5 +1,5 @@
 //! SWARM's input records: points, query registrations and removals, valid
-//! by construction so that nothing reaching the router can fail.
+//! by construction so that nothing reaching the dispatcher can fail.
 
 use serde::{Deserialize, Serialize};
 

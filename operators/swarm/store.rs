@@ -9,6 +9,7 @@ use crate::common::Error;
 
 use super::app::{query_cells_of, PartitionState};
 use super::cost::{CostModel, WorkerLoad};
+use super::dispatch::Dispatched;
 use super::geometry::{Cell, CellRect, OutOfBounds, Rect};
 use super::granularity::{best_split, cheap_merge, smoothed};
 use super::ids::{IdMint, PartitionId};
@@ -16,7 +17,6 @@ use super::index::{GlobalIndex, PlanChange};
 use super::merge::plan_merges;
 use super::plan::PlanUpdate;
 use super::rebalance::{plan_reduction, Candidate, Reduction, ReductionRequest};
-use super::router::Routed;
 use super::stats::PartitionStats;
 
 /// One partition held by a worker.
@@ -103,7 +103,7 @@ impl<S: PartitionState> Store<S> {
     pub(crate) fn apply(
         &mut self,
         id: PartitionId,
-        record: Routed<S::Point, S::Query>,
+        record: Dispatched<S::Point, S::Query>,
         round: u64,
         emit: &mut dyn FnMut(S::Output),
     ) -> u64 {
@@ -117,17 +117,17 @@ impl<S: PartitionState> Store<S> {
                 .relative_to(&rect)
         };
         match record {
-            Routed::Query(query) => {
+            Dispatched::Query(query) => {
                 partition.stats.record_query(&clip(&query.rect));
                 partition.state.add_query(query, round);
                 0
             }
-            Routed::Removal { id, rect } => {
+            Dispatched::Removal { id, rect } => {
                 partition.stats.record_removal(&clip(&rect));
                 partition.state.remove_query(id);
                 0
             }
-            Routed::Point(point) => {
+            Dispatched::Point(point) => {
                 let cell = grid
                     .cell_of(point.x, point.y, OutOfBounds::Clamp)
                     .expect("points are finite by construction");

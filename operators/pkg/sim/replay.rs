@@ -9,8 +9,8 @@ use crate::common::Error;
 
 use crate::pkg::candidates::two_choices;
 use crate::pkg::greedy::{offline_greedy, OnlineGreedy};
+use crate::pkg::partial_key::less_loaded;
 use crate::pkg::router::{Grouping, Router, Scheme, SchemeRouter};
-use crate::pkg::two_choices::less_loaded;
 
 use super::stream::Dataset;
 

@@ -8,15 +8,15 @@ use super::router::{Grouping, Router};
 
 /// The PKG policy (Nasir et al., ICDE 2015) with local load estimation.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct TwoChoices;
+pub struct Pkg;
 
 /// A sender's PKG state: the load it has sent to each worker.
 #[derive(Debug, Clone)]
-pub struct TwoChoicesRouter {
+pub struct PkgRouter {
     loads: Vec<u64>,
 }
 
-impl TwoChoicesRouter {
+impl PkgRouter {
     /// The load this sender has sent to each worker so far.
     pub fn loads(&self) -> &[u64] {
         &self.loads
@@ -38,14 +38,14 @@ pub fn less_loaded(candidates: [usize; 2], loads: &[u64]) -> (usize, u64) {
     )
 }
 
-impl Grouping for TwoChoices {
-    type Router = TwoChoicesRouter;
-    fn router(&self, peers: usize, _sender: usize) -> TwoChoicesRouter {
-        TwoChoicesRouter { loads: vec![0; peers] }
+impl Grouping for Pkg {
+    type Router = PkgRouter;
+    fn router(&self, peers: usize, _sender: usize) -> PkgRouter {
+        PkgRouter { loads: vec![0; peers] }
     }
 }
 
-impl Router for TwoChoicesRouter {
+impl Router for PkgRouter {
     #[inline]
     fn route(&mut self, key: u64, cost: u64) -> usize {
         let [first, second] = two_choices(key, self.loads.len());

@@ -5,22 +5,22 @@ use super::router::{Grouping, Router};
 
 /// The key-grouping policy (Storm's fields grouping).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Hashing;
+pub struct Key;
 
 /// Key grouping's (stateless) router.
 #[derive(Debug, Clone)]
-pub struct HashingRouter {
+pub struct KeyRouter {
     peers: usize,
 }
 
-impl Grouping for Hashing {
-    type Router = HashingRouter;
-    fn router(&self, peers: usize, _sender: usize) -> HashingRouter {
-        HashingRouter { peers }
+impl Grouping for Key {
+    type Router = KeyRouter;
+    fn router(&self, peers: usize, _sender: usize) -> KeyRouter {
+        KeyRouter { peers }
     }
 }
 
-impl Router for HashingRouter {
+impl Router for KeyRouter {
     #[inline]
     fn route(&mut self, key: u64, _cost: u64) -> usize {
         first_choice(key, self.peers)

@@ -4,28 +4,28 @@ use super::router::{Grouping, Router};
 
 /// The shuffle-grouping policy.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct RoundRobin;
+pub struct Shuffle;
 
 /// Shuffle grouping's router: the next worker in turn.
 #[derive(Debug, Clone)]
-pub struct RoundRobinRouter {
+pub struct ShuffleRouter {
     peers: usize,
     next: usize,
 }
 
-impl Grouping for RoundRobin {
-    type Router = RoundRobinRouter;
-    fn router(&self, peers: usize, sender: usize) -> RoundRobinRouter {
+impl Grouping for Shuffle {
+    type Router = ShuffleRouter;
+    fn router(&self, peers: usize, sender: usize) -> ShuffleRouter {
         // Senders start at their own index so that their first records do not
         // all land on worker 0.
-        RoundRobinRouter {
+        ShuffleRouter {
             peers,
             next: sender % peers.max(1),
         }
     }
 }
 
-impl Router for RoundRobinRouter {
+impl Router for ShuffleRouter {
     #[inline]
     fn route(&mut self, _key: u64, _cost: u64) -> usize {
         let destination = self.next;

@@ -1,4 +1,4 @@
-//! The router: holds each epoch's records until the plan for it is final,
+//! The dispatcher: holds each epoch's records until the plan for it is final,
 //! then tags them with their partitions under that plan (a point with its
 //! one partition, a query or removal with every partition it overlaps, by
 //! Algorithm 1) and its partition's owner under that plan, which an
@@ -6,7 +6,7 @@
 //! records, as timely's progress tracking counts them at both ends, so the
 //! copies of a query are made here.)
 //!
-//! Registrations and removals reach the router of their query's home worker
+//! Registrations and removals reach the dispatcher of their query's home worker
 //! (chosen by the query id), which remembers each active query's rectangle:
 //! a removal names only the id, and is routed like the query it removes.
 
@@ -36,7 +36,7 @@ use super::record::{Item, Kind, Record};
 
 /// A record on its way to one partition.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) enum Routed<P, Q> {
+pub(crate) enum Dispatched<P, Q> {
     Point(Point<P>),
     Query(Query<Q>),
     /// A removal, with the rectangle its query was registered with.
@@ -47,19 +47,19 @@ pub(crate) enum Routed<P, Q> {
 }
 
 /// A routed record of application `S`, with its partition's owner and the partition.
-pub(crate) type RoutedTo<S> = (
+pub(crate) type DispatchedTo<S> = (
     usize,
     PartitionId,
-    Routed<<S as super::app::PartitionState>::Point, <S as super::app::PartitionState>::Query>,
+    Dispatched<<S as super::app::PartitionState>::Point, <S as super::app::PartitionState>::Query>,
 );
 
-impl<P, Q> Routed<P, Q> {
+impl<P, Q> Dispatched<P, Q> {
     /// Its kind, to order an epoch's records by.
     pub(crate) fn kind(&self) -> Kind {
         match self {
-            Routed::Query(_) => Kind::Query,
-            Routed::Removal { .. } => Kind::Removal,
-            Routed::Point(_) => Kind::Point,
+            Dispatched::Query(_) => Kind::Query,
+            Dispatched::Removal { .. } => Kind::Removal,
+            Dispatched::Point(_) => Kind::Point,
         }
     }
 }
@@ -68,7 +68,7 @@ impl<P, Q> Routed<P, Q> {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Refused {
     /// Registrations of an id that was already active (the active one stays;
-    /// of two registrations of one id in one epoch, the one the home router
+    /// of two registrations of one id in one epoch, the one the home dispatcher
     /// saw first).
     pub duplicate_queries: u64,
     /// Removals of an id that was not active.
@@ -77,12 +77,12 @@ pub struct Refused {
 
 /// Builds the routers over `records`, with the plan starting from `initial`
 /// and changed by `plan`; refusals are counted in `refused`.
-pub(crate) fn route<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>(
+pub(crate) fn dispatch<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>(
     records: StreamVec<'scope, u64, Record<P, Q>>,
     plan: StreamVec<'scope, u64, PlanUpdate>,
     initial: GlobalIndex,
     refused: Rc<RefCell<Refused>>,
-) -> StreamVec<'scope, u64, (usize, PartitionId, Routed<P, Q>)> {
+) -> StreamVec<'scope, u64, (usize, PartitionId, Dispatched<P, Q>)> {
     let mut history = PlanHistory::new(initial);
     let mut parts = records
         .partition(2, |record| match record.into_item() {
@@ -102,14 +102,14 @@ pub(crate) fn route<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>(
         }),
     );
     // Plan updates never cause output at their own time: no connection, so
-    // the router's output frontier follows its records alone.
+    // the dispatcher's output frontier follows its records alone.
     let mut plan_in = builder.new_input(plan, Pipeline);
-    let (routed_out, routed) = builder.new_output_connection::<Vec<(usize, PartitionId, Routed<P, Q>)>, _>([
+    let (routed_out, routed) = builder.new_output_connection::<Vec<(usize, PartitionId, Dispatched<P, Q>)>, _>([
         (0, Antichain::from_elem(0)),
         (1, Antichain::from_elem(0)),
     ]);
     let mut routed_out =
-        OutputBuilder::<_, CapacityContainerBuilder<Vec<(usize, PartitionId, Routed<P, Q>)>>>::from(routed_out);
+        OutputBuilder::<_, CapacityContainerBuilder<Vec<(usize, PartitionId, Dispatched<P, Q>)>>>::from(routed_out);
     builder.build(move |_caps| {
         let mut stash: TimeStash<u64, Vec<Item<P, Q>>> = TimeStash::default();
         let mut active: HashMap<u64, Rect> = HashMap::new();
@@ -148,7 +148,7 @@ pub(crate) fn route<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>(
                             let (partition, owner) = plan
                                 .route_point(point.x, point.y, OutOfBounds::Clamp)
                                 .expect("points are finite by construction");
-                            session.give((owner, partition, Routed::Point(point)));
+                            session.give((owner, partition, Dispatched::Point(point)));
                             continue;
                         }
                         Item::Query(query) => {
@@ -157,10 +157,10 @@ pub(crate) fn route<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>(
                                 continue;
                             }
                             active.insert(query.id, query.rect);
-                            (query.rect, Routed::Query(query))
+                            (query.rect, Dispatched::Query(query))
                         }
                         Item::Removal(id) => match active.remove(&id) {
-                            Some(rect) => (rect, Routed::Removal { id, rect }),
+                            Some(rect) => (rect, Dispatched::Removal { id, rect }),
                             None => {
                                 refused.unknown_removals += 1;
                                 continue;

@@ -10,10 +10,10 @@ use crate::common::hash::StableHasher;
 
 use super::candidates::{choices, two_choices};
 use super::greedy::least_loaded;
-use super::head::{default_threshold, head_choices, HeadShape};
+use super::head_shape::{default_threshold, head_choices, HeadShape};
+use super::partial_key::less_loaded;
 use super::router::{Grouping, Router};
 use super::space_saving::SpaceSaving;
-use super::two_choices::less_loaded;
 
 /// Where head keys may go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
