@@ -4,6 +4,7 @@
 //! job driving, gathering results at one worker, latency summaries, key
 //! streams, line readers, reports.
 
+pub mod busy_work;
 #[cfg(feature = "lab")]
 pub mod cluster;
 #[cfg(feature = "lab")]
@@ -25,7 +26,6 @@ pub mod memory;
 #[cfg(feature = "lab")]
 pub mod report;
 pub mod scatter;
-pub mod spin;
 pub mod stash;
 #[cfg(feature = "lab")]
 mod watch;

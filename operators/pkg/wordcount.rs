@@ -17,13 +17,13 @@ use timely::dataflow::operators::vec::{Input, Map};
 use timely::dataflow::operators::{Inspect, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 
+use crate::common::busy_work::BusyWork;
 use crate::common::cluster::ClusterArgs;
 use crate::common::driver::{drive_epochs, run_gathered};
 use crate::common::hash::{fnv1a64, key_hash, splitmix64};
 use crate::common::keys::{key_name, KeySampler};
 use crate::common::latency::LatencySummary;
 use crate::common::lines::KeyLines;
-use crate::common::spin::BusyWork;
 use crate::common::Error;
 
 use super::aggregate::{Aggregate, MergePartials};

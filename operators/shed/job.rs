@@ -13,11 +13,11 @@ use timely::dataflow::operators::vec::Input;
 use timely::dataflow::operators::Probe;
 use timely::dataflow::{InputHandle, ProbeHandle};
 
+use crate::common::busy_work::BusyWork;
 use crate::common::cluster::ClusterArgs;
 use crate::common::driver::run_gathered;
 use crate::common::hash::splitmix64;
 use crate::common::latency::LatencySummary;
-use crate::common::spin::BusyWork;
 use crate::common::Error;
 
 use super::actuator::Actuation;

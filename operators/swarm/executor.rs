@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::common::spin::BusyWork;
+use crate::common::busy_work::BusyWork;
 use crate::common::Error;
 
 use super::app::PartitionState;

@@ -17,11 +17,11 @@ use timely::dataflow::operators::vec::Input;
 use timely::dataflow::operators::Inspect;
 use timely::dataflow::{InputHandle, ProbeHandle};
 
+use crate::common::busy_work::BusyWork;
 use crate::common::cluster::ClusterArgs;
 use crate::common::driver::{drive_epochs, run_gathered, EpochTimes};
 use crate::common::latency::LatencySummary;
 use crate::common::memory::check_fits;
-use crate::common::spin::BusyWork;
 use crate::common::Error;
 
 use super::app::{Match, PartitionState, Point, Query};

@@ -31,7 +31,7 @@ use timely::dataflow::operators::{ConnectLoop, Feedback, Probe};
 use timely::dataflow::{ProbeHandle, StreamVec};
 use timely::ExchangeData;
 
-use crate::common::spin::BusyWork;
+use crate::common::busy_work::BusyWork;
 use crate::common::stash::TimeStash;
 use crate::common::Error;
 
