@@ -49,6 +49,11 @@ pub mod swarm;
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
+/// The PKG page's examples, compiled and run as doctests.
+#[doc = include_str!("../docs/pkg.md")]
+#[cfg(doctest)]
+pub struct PkgDocDoctests;
+
 /// The SWARM page's examples, compiled and run as doctests.
 #[doc = include_str!("../docs/swarm.md")]
 #[cfg(doctest)]
