@@ -16,9 +16,8 @@ pub fn available_bytes() -> Option<u64> {
 /// for everything else the run and the machine hold.
 const USABLE_SHARE: f64 = 0.8;
 
-/// Refuses `setting` = `value` if it needs `bytes_needed`, more than
-/// [`USABLE_SHARE`] of the memory available (when that is known); names
-/// both figures.
+/// Refuses `setting` = `value` if it needs `bytes_needed`, more than 80 %
+/// of the memory available (when that is known); names both figures.
 pub fn check_fits(setting: &str, value: &str, bytes_needed: u64) -> Result<(), Error> {
     match available_bytes() {
         Some(available) if bytes_needed as f64 > USABLE_SHARE * available as f64 => Err(Error::invalid(
