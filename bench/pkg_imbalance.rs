@@ -17,7 +17,7 @@ use std::time::Instant;
 use clap::Parser;
 use equipoise::common::keys::{KeySampler, KeySpec};
 use equipoise::common::lines::OnError;
-use equipoise::common::report::write_report;
+use equipoise::common::program::write_report;
 use equipoise::common::Error;
 use equipoise::pkg::sim::plot::{write_panels, Panel};
 use equipoise::pkg::sim::{replay, Dataset, SimScheme, Split};

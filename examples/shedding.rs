@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use equipoise::common::cluster::ClusterArgs;
-use equipoise::common::report::write_report;
+use equipoise::common::program::write_report;
 use equipoise::common::Error;
 use equipoise::shed::actuator::Actuation;
 use equipoise::shed::controller::PiParams;
@@ -144,7 +144,7 @@ struct IdentifyArgs {
 }
 
 fn main() -> ExitCode {
-    equipoise::common::report::exit_quietly_on_closed_stdout();
+    equipoise::common::program::exit_quietly_on_closed_stdout();
     let result = match Cli::parse().command {
         Command::Run(args) => run(args),
         Command::Identify(args) => identify(args),

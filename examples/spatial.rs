@@ -28,7 +28,7 @@ use clap::Parser;
 use equipoise::common::cluster::ClusterArgs;
 use equipoise::common::driver::run_gathered;
 use equipoise::common::lines::OnError;
-use equipoise::common::report::{check_work_us, write_report};
+use equipoise::common::program::{check_work_us, write_report};
 use equipoise::common::Error;
 use equipoise::swarm::input::{read_spatial, SpatialInput};
 use equipoise::swarm::job::{DecisionSpec, PolicySpec, SpatialJob, SpatialReport, WorkerFigures};
@@ -117,7 +117,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    equipoise::common::report::exit_quietly_on_closed_stdout();
+    equipoise::common::program::exit_quietly_on_closed_stdout();
     match main_with(Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

@@ -53,7 +53,7 @@ struct Args {
 }
 
 fn main() {
-    equipoise::common::report::exit_quietly_on_closed_stdout();
+    equipoise::common::program::exit_quietly_on_closed_stdout();
     let args = Args::parse();
     if let Err(error) = tour(&args) {
         eprintln!("tour: {error}");

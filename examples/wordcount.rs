@@ -15,7 +15,7 @@ use clap::Parser;
 use equipoise::common::cluster::ClusterArgs;
 use equipoise::common::keys::{KeySampler, KeySpec};
 use equipoise::common::lines::{read_key_lines, OnError};
-use equipoise::common::report::{check_work_us, write_report};
+use equipoise::common::program::{check_work_us, write_report};
 use equipoise::common::Error;
 use equipoise::pkg::wordcount::{run_wordcount, KeySource, WordcountConfig, WordcountReport};
 use equipoise::pkg::Scheme;
@@ -65,7 +65,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    equipoise::common::report::exit_quietly_on_closed_stdout();
+    equipoise::common::program::exit_quietly_on_closed_stdout();
     let args = Args::parse();
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,

@@ -24,7 +24,7 @@ pub mod median;
 #[cfg(feature = "lab")]
 pub mod memory;
 #[cfg(feature = "lab")]
-pub mod report;
+pub mod program;
 pub mod scatter;
 pub mod stash;
 #[cfg(feature = "lab")]

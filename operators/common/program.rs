@@ -1,4 +1,5 @@
-//! Writing a program's JSON report, and checking the options every job shares.
+//! What every example program shares: writing its JSON report, the
+//! options every job checks alike, and a quiet end on a closed stdout.
 
 use std::path::Path;
 
