@@ -55,6 +55,8 @@
 //! ```
 
 pub mod app;
+#[cfg(feature = "lab")]
+pub mod cli;
 pub(crate) mod coordination;
 pub mod coordinator;
 pub mod cost;

@@ -1,0 +1,250 @@
+//! The spatial example's command line: its flags, checked, as the job and
+//! the cluster they describe, and the summary it prints.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::common::cluster::ClusterArgs;
+use crate::common::lines::OnError;
+use crate::common::program::check_work_us;
+use crate::common::Error;
+
+use super::geometry::{Grid, Rect};
+use super::input::{read_spatial, SpatialInput};
+use super::job::{DecisionSpec, PolicySpec, SpatialJob, SpatialReport};
+use super::textual::Keywords;
+use super::workload::Hotspots;
+
+/// Continuous range queries over a point stream, balanced by SWARM.
+#[derive(clap::Parser, Debug)]
+#[command(version)]
+pub struct SpatialArgs {
+    /// timely's cluster settings.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// `swarm`, `static` (one partition per worker), `static:<k>` (k blocks
+    /// per worker spread over the space), or `forced:<seed>` (a random move,
+    /// split or merge every round).
+    #[arg(long, default_value = "swarm")]
+    pub policy: String,
+    /// How SWARM decides to rebalance: `threshold:<tau>` (when the busiest
+    /// worker's cost exceeds tau × the mean) or `paper` (the five-stage
+    /// mechanism, for reproduction).
+    #[arg(long, default_value = "threshold:1.2")]
+    pub decision: DecisionSpec,
+    /// The space: x1,y1,x2,y2 (negative values as written: -180,-90,180,90).
+    #[arg(long, default_value = "0,0,1000,1000", allow_hyphen_values = true)]
+    pub bounds: String,
+    /// Cells: C1xC2 (columns x rows).
+    #[arg(long, default_value = "64x64")]
+    pub grid: String,
+    /// Read records from FILE instead of generating them.
+    #[arg(long, value_name = "FILE", conflicts_with = "workload")]
+    pub input: Option<PathBuf>,
+    /// The synthetic workload: `hotspot` (points and queries around hotspots
+    /// that move) or `uniform` (the same counts spread evenly).
+    #[arg(long, default_value = "hotspot")]
+    pub workload: String,
+    /// The application: `range` (continuous range queries) or `textual`
+    /// (spatio-textual: synthetic points and queries carry keywords).
+    #[arg(long, default_value = "range")]
+    pub app: String,
+    /// Words in the vocabulary of `--app textual`.
+    #[arg(long, default_value_t = 16)]
+    pub vocabulary: u64,
+    /// Synthetic points.
+    #[arg(long, default_value_t = 200_000)]
+    pub points: u64,
+    /// Synthetic queries (about half are removed later).
+    #[arg(long, default_value_t = 2_000)]
+    pub queries: u64,
+    /// Seed of the synthetic workload.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Lines per epoch.
+    #[arg(long, default_value_t = 1_000)]
+    pub batch: u64,
+    /// Epochs per load-balancing round.
+    #[arg(long, default_value_t = 2)]
+    pub round: u64,
+    /// Merge adjacent partitions every this many rounds.
+    #[arg(long, default_value_t = 10)]
+    pub merge_every: u64,
+    /// SWARM also splits a partition in place when a split cuts its work by
+    /// this share, and merges neighbours that cost little together; `off`:
+    /// the paper's behaviour (split only to move load, merge all).
+    #[arg(long, default_value = "0.2")]
+    pub split_gain: String,
+    /// Busy work per point–query check, in microseconds.
+    #[arg(long, default_value_t = 0.0)]
+    pub work_us: f64,
+    /// A malformed input line: fail naming it, or skip and count it.
+    #[arg(long, value_enum, default_value_t = OnError::Fail)]
+    pub on_error: OnError,
+    /// Epochs a worker may have open before waiting for the oldest.
+    #[arg(long, default_value_t = 4)]
+    pub max_in_flight: u64,
+    /// Write the JSON report to PATH (from the process hosting worker 0).
+    #[arg(long, value_name = "PATH")]
+    pub report: Option<PathBuf>,
+    /// No progress lines on stderr.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// A run the flags describe: the application and its job.
+pub enum SpatialRun {
+    /// `--app range`.
+    Range(SpatialJob),
+    /// `--app textual`.
+    Textual(SpatialJob<Keywords, Keywords>),
+}
+
+impl SpatialArgs {
+    /// The run these flags describe, its input read or generated, and the
+    /// cluster with every setting its processes must share.
+    pub fn run(&self) -> Result<(SpatialRun, ClusterArgs), Error> {
+        let args = self;
+        let work = check_work_us(args.work_us)?;
+        let grid = parse_grid(&args.grid, parse_bounds(&args.bounds)?)?;
+        let policy = parse_policy(&args.policy, args.decision)?;
+        let hotspots = Hotspots {
+            points: args.points,
+            queries: args.queries,
+            seed: args.seed,
+            concentration: match args.workload.as_str() {
+                "hotspot" => 0.9,
+                "uniform" => 0.0,
+                other => {
+                    return Err(Error::invalid(
+                        "--workload",
+                        format!("`{other}`: expected hotspot or uniform"),
+                    ))
+                }
+            },
+            ..Hotspots::default()
+        };
+        let split_gain = parse_split_gain(&args.split_gain)?;
+        let settings = SpatialJob {
+            grid: grid.clone(),
+            input: Arc::new(SpatialInput::default()),
+            batch: args.batch,
+            round: args.round,
+            merge_every: args.merge_every,
+            split_gain,
+            work_per_check: work,
+            policy,
+            max_in_flight: args.max_in_flight,
+            progress: !args.quiet,
+        };
+        // What the processes of a cluster must agree on to run one experiment.
+        let mut cluster = args.cluster.clone();
+        cluster.agree("--policy", &args.policy);
+        cluster.agree("--decision", args.decision);
+        cluster.agree("--bounds", &args.bounds);
+        cluster.agree("--grid", &args.grid);
+        cluster.agree("--input", &args.input);
+        cluster.agree("--workload", &args.workload);
+        cluster.agree("--app", &args.app);
+        cluster.agree("--vocabulary", args.vocabulary);
+        cluster.agree("--points", args.points);
+        cluster.agree("--queries", args.queries);
+        cluster.agree("--seed", args.seed);
+        cluster.agree("--batch", args.batch);
+        cluster.agree("--round", args.round);
+        cluster.agree("--merge-every", args.merge_every);
+        cluster.agree("--split-gain", &args.split_gain);
+        cluster.agree("--on-error", args.on_error);
+        let run = match (args.app.as_str(), &args.input) {
+            ("range", Some(path)) => SpatialRun::Range(settings.with_input(read_spatial(path, &grid, args.on_error)?)),
+            ("range", None) => SpatialRun::Range(settings.with_input(hotspots.generate(&grid))),
+            ("textual", None) => {
+                SpatialRun::Textual(settings.with_input(hotspots.generate_textual(&grid, args.vocabulary)))
+            }
+            ("textual", Some(_)) => return Err(Error::invalid("--app", "textual runs on synthetic workloads only")),
+            (other, _) => return Err(Error::invalid("--app", format!("`{other}`: expected range or textual"))),
+        };
+        Ok((run, cluster))
+    }
+}
+
+fn parse_bounds(text: &str) -> Result<Rect, Error> {
+    let values: Vec<f64> = text
+        .split(',')
+        .map(|v| v.trim().parse::<f64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| Error::invalid("--bounds", format!("`{text}`: expected x1,y1,x2,y2")))?;
+    match values[..] {
+        [x1, y1, x2, y2] => Rect::new(x1, y1, x2, y2).map_err(|e| Error::invalid("--bounds", e.to_string())),
+        _ => Err(Error::invalid("--bounds", format!("`{text}`: expected four numbers"))),
+    }
+}
+
+fn parse_grid(text: &str, bounds: Rect) -> Result<Grid, Error> {
+    let (columns, rows) = text
+        .split_once('x')
+        .and_then(|(c, r)| Some((c.parse::<u32>().ok()?, r.parse::<u32>().ok()?)))
+        .ok_or_else(|| Error::invalid("--grid", format!("`{text}`: expected C1xC2, e.g. 64x64")))?;
+    Grid::new(bounds, columns, rows).map_err(|e| Error::invalid("--grid", e.to_string()))
+}
+
+fn parse_policy(text: &str, decision: DecisionSpec) -> Result<PolicySpec, Error> {
+    if text == "swarm" {
+        Ok(PolicySpec::Swarm(decision))
+    } else {
+        text.parse()
+    }
+}
+
+fn parse_split_gain(text: &str) -> Result<Option<f64>, Error> {
+    match text {
+        "off" => Ok(None),
+        _ => match text.parse::<f64>() {
+            Ok(gain) if gain.is_finite() && gain > 0.0 => Ok(Some(gain)),
+            _ => Err(Error::invalid(
+                "--split-gain",
+                format!("`{text}`: expected a share > 0 or off"),
+            )),
+        },
+    }
+}
+
+/// The summary the spatial example prints.
+impl fmt::Display for SpatialReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let report = self;
+        writeln!(
+            f,
+            "{} policy ({} decision), {} workers in {} processes: {} points, {} queries, {} removals",
+            report.policy,
+            report.decision,
+            report.workers,
+            report.processes,
+            report.points,
+            report.queries,
+            report.removals
+        )?;
+        writeln!(
+            f,
+            "  {:.0} points/s in {:.2} s; epoch latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            report.points_per_s, report.elapsed_s, report.latency_ms.p50, report.latency_ms.p99, report.latency_ms.max
+        )?;
+        writeln!(
+            f,
+            "  point-query checks per worker {:?}: max/mean {:.3}",
+            report.per_worker_work, report.max_over_mean_work
+        )?;
+        let m = &report.migrations;
+        writeln!(
+            f,
+            "  {} rounds, {} rebalanced: {} moves, {} splits, {} merges, {} partitions ({} bytes) moved; {} partitions at the end",
+            report.rounds, report.rebalanced_rounds, m.moves, m.splits, m.merges, m.partitions_moved, m.bytes_moved, report.partitions_final
+        )?;
+        writeln!(f, "  {} matches, digest {}", report.matches, report.matches_digest)?;
+        if report.skipped_lines > 0 {
+            writeln!(f, "  skipped {} malformed lines", report.skipped_lines)?;
+        }
+        Ok(())
+    }
+}
