@@ -70,8 +70,7 @@ where
     S::Point: Sync,
     S::Query: Sync,
 {
-    job.check(cluster.total_workers())?;
-    job.check_memory(cluster.workers)?;
+    job.check(cluster)?;
     let (shared, processes) = (job.clone(), cluster.processes);
     run_gathered(
         cluster,

@@ -264,8 +264,10 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
                             controlled.delay_ms = predictor.predict(&sample);
                         }
                         // A period in which the process stood still measured the
-                        // stall, not the dataflow: its decision stays as it was.
-                        if std::mem::take(&mut gap) < tick * STALL_TICKS {
+                        // stall, not the dataflow: a guarded controller's decision
+                        // stays as it was.
+                        let stalled = std::mem::take(&mut gap) >= tick * STALL_TICKS;
+                        if !(guarded && stalled) {
                             let admitted = controller.admitted_rate(&controlled);
                             last = sample;
                             match actuation {

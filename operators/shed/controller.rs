@@ -45,7 +45,8 @@ pub trait Controller {
         Actuation::Rate
     }
     /// Whether the loop lets this controller drop only while measurements
-    /// say the dataflow is overloaded (see [`crate::shed::ShedLoop`]): true
+    /// say the dataflow is overloaded, and keeps its decision over a period
+    /// in which the process stood still (see [`crate::shed::ShedLoop`]): true
     /// for controllers that hold a delay; false for an open-loop baseline
     /// reproduced as published, and for an excitation, which drops by design.
     fn guarded(&self) -> bool {

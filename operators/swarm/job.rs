@@ -289,21 +289,23 @@ impl SpatialJob {
 }
 
 impl<P: Clone + 'static, Q: Clone + 'static> SpatialJob<P, Q> {
-    /// Checks the settings for a cluster of `workers` workers in all.
-    pub fn check(&self, workers: usize) -> Result<(), Error> {
+    /// Checks the settings for the cluster `cluster` describes, and refuses
+    /// a grid whose index cannot fit in a process's memory.
+    pub fn check(&self, cluster: &ClusterArgs) -> Result<(), Error> {
         if self.batch == 0 {
             return Err(Error::invalid("--batch", "must be at least 1"));
         }
         if let PolicySpec::StaticBlocks(k) = self.policy {
-            super::index::GlobalIndex::blocks(self.grid.clone(), workers, k)
+            super::index::GlobalIndex::blocks(self.grid.clone(), cluster.total_workers(), k)
                 .map_err(|e| Error::invalid("--policy", e.to_string()))?;
         }
-        self.config().validate()
+        self.config().validate()?;
+        self.check_memory(cluster.workers)
     }
 
     /// Refuses a grid whose index cannot fit in memory at `workers` per
     /// process, with the estimate and what is available.
-    pub fn check_memory(&self, workers: usize) -> Result<(), Error> {
+    fn check_memory(&self, workers: usize) -> Result<(), Error> {
         let per_cell = match self.policy {
             PolicySpec::Static | PolicySpec::StaticBlocks(_) => STATIC_BYTES_PER_CELL,
             PolicySpec::Swarm(_) | PolicySpec::Forced(_) => CHANGING_BYTES_PER_CELL,
@@ -398,8 +400,7 @@ where
     S::Point: Sync,
     S::Query: Sync,
 {
-    job.check(cluster.total_workers())?;
-    job.check_memory(cluster.workers)?;
+    job.check(cluster)?;
     let processes = cluster.processes;
     let shared = job.clone();
     run_gathered(
