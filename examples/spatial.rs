@@ -39,13 +39,7 @@ use timely::worker::Worker;
 /// Continuous range queries over a point stream, balanced by SWARM.
 fn main() -> ExitCode {
     equipoise::common::program::exit_quietly_on_closed_stdout();
-    match main_with(SpatialArgs::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("spatial: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    equipoise::common::program::exit_code("spatial", main_with(SpatialArgs::parse()))
 }
 
 fn main_with(args: SpatialArgs) -> Result<(), Error> {

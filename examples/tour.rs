@@ -13,12 +13,14 @@
 //! Part 3, load shedding: input ramping up to 1.5× capacity, with no
 //! shedding, the coarse algorithm and the PI controller.
 
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
 use equipoise::common::cluster::ClusterArgs;
 use equipoise::common::keys::{KeySampler, KeySpec};
+use equipoise::common::Error;
 use equipoise::pkg::wordcount::{comparison_table, run_wordcount, KeySource, WordcountConfig};
 use equipoise::pkg::Scheme;
 use equipoise::shed::design::{nominal_pi, NOMINAL_POLES};
@@ -52,16 +54,16 @@ struct Args {
     check_us: f64,
 }
 
-fn main() {
+fn main() -> ExitCode {
     equipoise::common::program::exit_quietly_on_closed_stdout();
     let args = Args::parse();
-    if let Err(error) = tour(&args) {
-        eprintln!("tour: {error}");
-        std::process::exit(1);
-    }
+    let tour = wordcount_part(&args)
+        .and_then(|()| swarm_part(&args))
+        .and_then(|()| shedding_part());
+    equipoise::common::program::exit_code("tour", tour)
 }
 
-fn tour(args: &Args) -> Result<(), equipoise::common::Error> {
+fn wordcount_part(args: &Args) -> Result<(), Error> {
     let sampler = Arc::new(KeySampler::new(&args.keys, 1));
     println!("equipoise tour, {} workers\n", args.workers);
     println!(
@@ -73,25 +75,21 @@ fn tour(args: &Args) -> Result<(), equipoise::common::Error> {
     );
     let mut reports = Vec::new();
     for grouping in [Scheme::Key, Scheme::Shuffle, Scheme::Pkg] {
+        let source = KeySource::Synthetic {
+            sampler: Arc::clone(&sampler),
+            records: args.records,
+        };
         let config = WordcountConfig {
-            grouping,
-            source: KeySource::Synthetic {
-                sampler: Arc::clone(&sampler),
-                records: args.records,
-            },
-            batch: 10_000,
             work: Duration::from_secs_f64(args.work_us / 1e6),
             top: 5,
-            max_in_flight: 2,
-            progress: false,
+            ..WordcountConfig::new(grouping, source)
         };
         reports.extend(run_wordcount(config, &ClusterArgs::threads(args.workers))?);
     }
     print!("{}", comparison_table(&reports));
     let [key, shuffle, pkg] = [&reports[0], &reports[1], &reports[2]];
-    println!();
     println!(
-        "- load: the busiest worker has {:.2}x the mean under key grouping, {:.2}x under PKG",
+        "\n- load: the busiest worker has {:.2}x the mean under key grouping, {:.2}x under PKG",
         key.max_over_mean, pkg.max_over_mean
     );
     println!(
@@ -106,11 +104,10 @@ fn tour(args: &Args) -> Result<(), equipoise::common::Error> {
         key.counts_digest,
         if same { "identical" } else { "DIFFER (a bug)" }
     );
-    swarm_part(args)?;
-    shedding_part()
+    Ok(())
 }
 
-fn swarm_part(args: &Args) -> Result<(), equipoise::common::Error> {
+fn swarm_part(args: &Args) -> Result<(), Error> {
     let grid = Grid::new(Rect::new(0.0, 0.0, 1000.0, 1000.0)?, 64, 64)?;
     let queries = args.points / 100;
     let input = Arc::new(
@@ -125,10 +122,6 @@ fn swarm_part(args: &Args) -> Result<(), equipoise::common::Error> {
         "\nPart 2. SWARM: {} points and {} continuous range queries around 2 moving hotspots, 64 x 64 grid, {} µs per point-query check\n",
         args.points, queries, args.check_us
     );
-    println!(
-        "| policy | points/s | p50 ms | p99 ms | max/mean checks | rebalanced rounds | partitions moved | matches |"
-    );
-    println!("|---|---|---|---|---|---|---|---|");
     let mut reports = Vec::new();
     for policy in [
         PolicySpec::Static,
@@ -136,38 +129,16 @@ fn swarm_part(args: &Args) -> Result<(), equipoise::common::Error> {
         PolicySpec::Swarm(DecisionSpec::Threshold(1.2)),
     ] {
         let job = SpatialJob {
-            grid: grid.clone(),
-            input: Arc::clone(&input),
-            batch: 1000,
-            round: 2,
-            merge_every: 10,
-            split_gain: Some(0.2),
             work_per_check: Duration::from_secs_f64(args.check_us / 1e6),
             policy,
-            max_in_flight: 4,
-            progress: false,
+            ..SpatialJob::new(grid.clone(), Arc::clone(&input))
         };
-        let Some(r) = run_spatial::<RangeQueries>(job, &ClusterArgs::threads(args.workers))? else {
-            continue;
-        };
-        println!(
-            "| {} | {:.0} | {:.1} | {:.1} | {:.2} | {} of {} | {} | {} |",
-            r.policy,
-            r.points_per_s,
-            r.latency_ms.p50,
-            r.latency_ms.p99,
-            r.max_over_mean_work,
-            r.rebalanced_rounds,
-            r.rounds,
-            r.migrations.partitions_moved,
-            r.matches
-        );
-        reports.push(r);
+        reports.extend(run_spatial::<RangeQueries>(job, &ClusterArgs::threads(args.workers))?);
     }
+    print!("{}", equipoise::swarm::cli::comparison_table(&reports));
     let (fixed, fine, swarm) = (&reports[0], &reports[1], &reports[2]);
-    println!();
     println!(
-        "- SWARM: {:.2}x the points/s of one partition per worker and {:.2}x that of 64 blocks per worker, busiest worker {:.2}x the mean (static: {:.2}x and {:.2}x)",
+        "\n- SWARM: {:.2}x the points/s of one partition per worker and {:.2}x that of 64 blocks per worker, busiest worker {:.2}x the mean (static: {:.2}x and {:.2}x)",
         swarm.points_per_s / fixed.points_per_s,
         swarm.points_per_s / fine.points_per_s,
         swarm.max_over_mean_work,
@@ -183,15 +154,14 @@ fn swarm_part(args: &Args) -> Result<(), equipoise::common::Error> {
     Ok(())
 }
 
-fn shedding_part() -> Result<(), equipoise::common::Error> {
+fn shedding_part() -> Result<(), Error> {
     let (workers, cost_us, period_ms, target_ms, seconds) = (2usize, 20.0, 100.0, 300.0, 5.0);
     let capacity = workers as f64 * 1e6 / cost_us;
     let profile = format!("ramp:{}:{}:1:4", 0.5 * capacity, 1.5 * capacity);
     println!(
         "\nPart 3. Load shedding: {workers} workers at {cost_us} µs per record (capacity {capacity:.0}/s), input {profile}, target {target_ms} ms, {seconds} s\n"
     );
-    println!("| controller | loss % | ideal loss % | records over target | violation sum (s) | max overshoot ms | p99 delay ms |");
-    println!("|---|---|---|---|---|---|---|");
+    let mut reports = Vec::new();
     for controller in [
         ControllerSpec::None,
         ControllerSpec::Coarse,
@@ -204,17 +174,8 @@ fn shedding_part() -> Result<(), equipoise::common::Error> {
             cost_us,
             ..ShedJob::new(controller, profile.parse()?)
         };
-        let r = run_shedding(job, workers)?;
-        println!(
-            "| {} | {:.1} | {:.1} | {} | {:.1} | {:.0} | {:.0} |",
-            r.controller,
-            100.0 * r.loss_ratio,
-            100.0 * r.ideal_loss_ratio,
-            r.delayed_records,
-            r.delay_violation_ms_sum / 1000.0,
-            r.max_overshoot_ms,
-            r.delay_ms.p99
-        );
+        reports.push(run_shedding(job, workers)?);
     }
+    print!("{}", equipoise::shed::cli::comparison_table(&reports));
     Ok(())
 }

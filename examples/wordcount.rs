@@ -66,14 +66,7 @@ struct Args {
 
 fn main() -> ExitCode {
     equipoise::common::program::exit_quietly_on_closed_stdout();
-    let args = Args::parse();
-    match run(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("wordcount: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    equipoise::common::program::exit_code("wordcount", run(Args::parse()))
 }
 
 fn run(args: Args) -> Result<(), Error> {

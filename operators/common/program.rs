@@ -40,3 +40,15 @@ pub fn exit_quietly_on_closed_stdout() {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
+
+/// How an example program ends: success, or its error as one line on
+/// stderr, prefixed with the program's name, and a failing exit status.
+pub fn exit_code(program: &str, result: Result<(), Error>) -> std::process::ExitCode {
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("{program}: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

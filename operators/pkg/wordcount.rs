@@ -89,6 +89,23 @@ pub struct WordcountConfig {
     pub progress: bool,
 }
 
+impl WordcountConfig {
+    /// `grouping` over `source` with the word-count example's defaults:
+    /// 10 000 records per epoch, no busy work, the top 10, 2 epochs in
+    /// flight, no progress lines.
+    pub fn new(grouping: Scheme, source: KeySource) -> Self {
+        WordcountConfig {
+            grouping,
+            source,
+            batch: 10_000,
+            work: Duration::ZERO,
+            top: 10,
+            max_in_flight: 2,
+            progress: false,
+        }
+    }
+}
+
 /// The report of a run: the contract of `wordcount --report`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct WordcountReport {

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use timely::dataflow::operators::vec::Input;
 use timely::dataflow::operators::Probe;
 use timely::dataflow::{InputHandle, ProbeHandle};
+use timely::worker::Worker;
 
 use crate::common::busy_work::BusyWork;
 use crate::common::cluster::ClusterArgs;
@@ -21,7 +22,7 @@ use crate::common::latency::LatencySummary;
 use crate::common::Error;
 
 use super::actuator::Actuation;
-use super::closed_loop::{LoopSettings, ShedLoop};
+use super::closed_loop::{LoopHandle, LoopSettings, ShedLoop};
 use super::controller::{Bounded, Coarse, Controller, NoShedding, Pi, PiParams};
 use super::excitation::{ExcitationSpec, Excited};
 use super::predictor::Prediction;
@@ -228,11 +229,67 @@ impl ShedReport {
     }
 }
 
-/// Longest a processing activation runs before yielding to the driver.
-const PROCESSING_SLICE: Duration = Duration::from_millis(2);
+impl ShedJob {
+    /// Refuses settings no run can have: a target, period, cost or duration
+    /// that is not a positive number, a malformed cost step, PI parameters
+    /// that are not finite.
+    pub fn check(&self) -> Result<(), Error> {
+        if !(self.target_ms > 0.0 && self.target_ms.is_finite()) {
+            return Err(Error::invalid(
+                "--target-ms",
+                format!("{} is not a positive number", self.target_ms),
+            ));
+        }
+        if !(self.period_ms >= 1.0 && self.period_ms.is_finite()) {
+            return Err(Error::invalid(
+                "--period-ms",
+                format!("{} is below 1 ms", self.period_ms),
+            ));
+        }
+        if !(self.cost_us > 0.0 && self.cost_us.is_finite()) {
+            return Err(Error::invalid(
+                "--cost-us",
+                format!("{} is not a positive number", self.cost_us),
+            ));
+        }
+        if !(self.duration_s > 0.0 && self.duration_s.is_finite()) {
+            return Err(Error::invalid(
+                "--duration-s",
+                format!("{} is not a positive number of seconds", self.duration_s),
+            ));
+        }
+        if let Some(CostStep { cost_us, at_s }) = self.cost_step {
+            if !(cost_us > 0.0 && cost_us.is_finite() && at_s >= 0.0 && at_s.is_finite()) {
+                return Err(Error::invalid(
+                    "--cost-step",
+                    format!("{cost_us}:{at_s}: expected a positive cost in µs and a time in s from 0 on"),
+                ));
+            }
+        }
+        if let ControllerSpec::Bounded(params) | ControllerSpec::Pi(params) | ControllerSpec::Excited(params, _) =
+            self.controller
+        {
+            let PiParams { u, g, r } = params;
+            if ![u, g, r].iter().all(|v| v.is_finite()) {
+                return Err(Error::invalid(
+                    "--pi",
+                    format!("{u},{g},{r}: every value must be finite"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
 
+/// Longest a processing activation runs before yielding to the driver: the
+/// backlog stays visible in the output frontier, and the worker keeps
+/// feeding arrivals and running the loop.
+pub const PROCESSING_SLICE: Duration = Duration::from_millis(2);
+
+/// What one worker measured: its records and their delays, and (worker 0)
+/// the loop's trace.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct WorkerFigures {
+pub struct WorkerFigures {
     arrived: u64,
     dropped: u64,
     violation_ms: f64,
@@ -244,191 +301,225 @@ struct WorkerFigures {
     trace: Vec<TraceRow>,
 }
 
-/// A record: its arrival (wall-clock) millisecond, also its timestamp, and utility.
-type Item = (u64, f64);
+/// A record: its arrival (wall-clock) millisecond, also its timestamp, and
+/// its utility (what semantic shedding ranks by).
+pub type Record = (u64, f64);
+
+/// What a shedding job supplies around one worker's dataflow: the wall clock
+/// records are stamped with (the same in every process, so that the
+/// frontier delay agrees), the cost of processing a record, and the delays
+/// processed records saw. Clones share it.
+#[derive(Clone)]
+pub struct Testbed {
+    start: Instant,
+    base_ms: u64,
+    target_ms: f64,
+    cost: Rc<Cell<BusyWork>>,
+    figures: Rc<RefCell<WorkerFigures>>,
+}
+
+impl Testbed {
+    fn new(job: &ShedJob) -> Self {
+        let start = Instant::now();
+        let wall_start = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let base_ms = wall_start.as_millis() as u64;
+        Testbed {
+            start: start - (wall_start - Duration::from_millis(base_ms)),
+            base_ms,
+            target_ms: job.target_ms,
+            cost: Rc::new(Cell::new(busy_work(job.cost_us))),
+            figures: Rc::default(),
+        }
+    }
+
+    /// Milliseconds since the run's first stamp.
+    fn now_ms(&self) -> f64 {
+        self.start.elapsed().as_secs_f64() * 1000.0
+    }
+
+    /// When the stamp `stamp` began, for [`LoopSettings::with_clock`].
+    pub fn instant_of(&self, stamp: u64) -> Instant {
+        match stamp.checked_sub(self.base_ms) {
+            Some(after) => self.start + Duration::from_millis(after),
+            None => self
+                .start
+                .checked_sub(Duration::from_millis(self.base_ms - stamp))
+                .unwrap_or(self.start),
+        }
+    }
+
+    /// Processes `record`: spends its cost, and records its delay.
+    pub fn process(&self, record: &Record) {
+        self.cost.get().run();
+        let delay_ms = self.now_ms() - (record.0 as f64 - self.base_ms as f64);
+        self.figures.borrow_mut().record_delay(delay_ms, self.target_ms);
+    }
+}
+
+fn busy_work(cost_us: f64) -> BusyWork {
+    BusyWork::new(Duration::from_secs_f64(cost_us / 1e6))
+}
+
+impl ShedJob {
+    /// The testbed around one worker's dataflow; its clock starts now.
+    pub fn testbed(&self) -> Testbed {
+        Testbed::new(self)
+    }
+
+    /// The loop's settings, with the testbed's clock.
+    pub fn settings(&self, testbed: &Testbed) -> LoopSettings<u64> {
+        let clock = testbed.clone();
+        let mut settings = LoopSettings::new(
+            Duration::from_secs_f64(self.target_ms / 1000.0),
+            Duration::from_secs_f64(self.period_ms / 1000.0),
+        )
+        .with_clock(move |stamp: &u64| clock.instant_of(*stamp));
+        settings.prediction = self.prediction;
+        settings.mode = self.mode;
+        settings.seed = self.seed;
+        settings.actuation = self.actuation;
+        settings
+    }
+
+    /// The controller, new.
+    pub fn controller(&self) -> Box<dyn Controller> {
+        let periods = (self.duration_s * 1000.0 / self.period_ms).ceil() as usize;
+        self.controller.build(self.target_ms, periods)
+    }
+
+    /// Feeds this worker's share of the profile's arrivals into `input` for
+    /// the job's duration, stamped with their arrival millisecond (records
+    /// keep arriving while the worker is busy), steps the worker, then
+    /// closes the input and runs until `output` is done. Returns what the
+    /// worker measured.
+    pub fn feed(
+        &self,
+        worker: &mut Worker,
+        testbed: &Testbed,
+        mut input: timely::dataflow::operators::vec::input::Handle<u64, Record>,
+        shedding: &LoopHandle,
+        output: &ProbeHandle<u64>,
+    ) -> WorkerFigures {
+        let (index, peers) = (worker.index(), worker.peers());
+        let base_ms = testbed.base_ms;
+        // Epochs start now, not at 0: the frontier delay of the first period
+        // is measured from the start of the run.
+        input.advance_to(base_ms);
+        let share = 1.0 / peers as f64;
+        let (mut owed, mut last) = (0.0f64, 0.0f64);
+        let mut utility = self.seed ^ (index as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
+        let duration_ms = self.duration_s * 1000.0;
+        let mut reported = 0;
+        loop {
+            let now = testbed.now_ms().min(duration_ms);
+            let t = now / 1000.0;
+            if let Some(step) = self.cost_step.filter(|step| t >= step.at_s) {
+                testbed.cost.set(busy_work(step.cost_us));
+            }
+            // The arrivals due since the last iteration (this worker's
+            // share), spread evenly over that interval.
+            let due = self.profile.rate(t) * share * (now - last) / 1000.0 + owed;
+            let count = due.floor();
+            owed = due - count;
+            for k in 0..count as u64 {
+                let arrival = last + (now - last) * (k + 1) as f64 / count;
+                let time = (base_ms + arrival as u64).max(*input.time());
+                if *input.time() < time {
+                    input.advance_to(time);
+                }
+                utility = splitmix64(utility);
+                input.send((time, (utility >> 11) as f64 / (1u64 << 53) as f64));
+            }
+            last = now;
+            if now >= duration_ms {
+                break;
+            }
+            worker.step();
+            if index == 0 && self.progress && (now / 1000.0) as u64 > reported {
+                reported = (now / 1000.0) as u64;
+                if let Some(period) = shedding.figures().periods.last() {
+                    eprintln!(
+                        "[shedding] {t:.1} s: arrivals {:.0}/s, drop {:.1} %, delay {:.0} ms",
+                        period.sample.arrival_rate * peers as f64,
+                        100.0 * period.drop_fraction,
+                        period.sample.delay_ms
+                    );
+                }
+            }
+        }
+        drop(input);
+        while !output.done() {
+            worker.step_or_park(None);
+        }
+        let shed = shedding.figures();
+        let mut figures = testbed.figures.take();
+        (figures.arrived, figures.dropped) = (shed.arrived, shed.dropped);
+        if index == 0 {
+            figures.trace = shed
+                .periods
+                .iter()
+                .map(|period| TraceRow {
+                    time_s: period.end.as_secs_f64(),
+                    arrival_rate: period.sample.arrival_rate * peers as f64,
+                    admitted_rate: period.sample.admitted_rate * peers as f64,
+                    processed_rate: period.sample.processed_rate * peers as f64,
+                    drop_fraction: period.drop_fraction,
+                    mean_delay_ms: period.sample.delay_ms,
+                    controlled_delay_ms: period.controlled_delay_ms,
+                })
+                .collect();
+        }
+        figures
+    }
+}
 
 /// Runs the job on `workers` threads of this process.
 pub fn run_shedding(job: ShedJob, workers: usize) -> Result<ShedReport, Error> {
     Ok(run_shedding_on(job, &ClusterArgs::threads(workers))?.expect("worker 0 runs in this process"))
 }
 
-/// Runs the job on every worker of `cluster`; the report in the process
-/// that hosts worker 0. The profile's rate is over all workers of all
-/// processes; records are stamped with wall-clock milliseconds, so that the
-/// processes' timestamps (and the frontier delay) agree.
-pub fn run_shedding_on(job: ShedJob, cluster: &ClusterArgs) -> Result<Option<ShedReport>, Error> {
-    if !(job.target_ms > 0.0 && job.target_ms.is_finite()) {
-        return Err(Error::invalid(
-            "--target-ms",
-            format!("{} is not a positive number", job.target_ms),
-        ));
-    }
-    if !(job.period_ms >= 1.0 && job.period_ms.is_finite()) {
-        return Err(Error::invalid(
-            "--period-ms",
-            format!("{} is below 1 ms", job.period_ms),
-        ));
-    }
-    if !(job.cost_us > 0.0 && job.cost_us.is_finite()) {
-        return Err(Error::invalid(
-            "--cost-us",
-            format!("{} is not a positive number", job.cost_us),
-        ));
-    }
-    if !(job.duration_s > 0.0 && job.duration_s.is_finite()) {
-        return Err(Error::invalid(
-            "--duration-s",
-            format!("{} is not a positive number of seconds", job.duration_s),
-        ));
-    }
-    if let Some(CostStep { cost_us, at_s }) = job.cost_step {
-        if !(cost_us > 0.0 && cost_us.is_finite() && at_s >= 0.0 && at_s.is_finite()) {
-            return Err(Error::invalid(
-                "--cost-step",
-                format!("{cost_us}:{at_s}: expected a positive cost in µs and a time in s from 0 on"),
-            ));
-        }
-    }
-    if let ControllerSpec::Bounded(params) | ControllerSpec::Pi(params) | ControllerSpec::Excited(params, _) =
-        job.controller
-    {
-        let PiParams { u, g, r } = params;
-        if ![u, g, r].iter().all(|v| v.is_finite()) {
-            return Err(Error::invalid(
-                "--pi",
-                format!("{u},{g},{r}: every value must be finite"),
-            ));
-        }
-    }
+/// Runs the job on every worker of `cluster`, each building its dataflow
+/// with `dataflow`; the report in the process that hosts worker 0. The
+/// profile's rate is over all workers of all processes.
+pub fn run_shedding_with(
+    job: ShedJob,
+    cluster: &ClusterArgs,
+    dataflow: impl Fn(&mut Worker, &ShedJob) -> WorkerFigures + Send + Sync + 'static,
+) -> Result<Option<ShedReport>, Error> {
+    job.check()?;
     let shared = job.clone();
     let workers = cluster.total_workers();
     run_gathered(
         cluster,
-        move |worker| run_worker(worker, &shared),
+        move |worker| dataflow(worker, &shared),
         move |figures| assemble(&job, workers, figures),
     )
 }
 
-fn run_worker(worker: &mut timely::worker::Worker, job: &ShedJob) -> WorkerFigures {
-    let (index, peers) = (worker.index(), worker.peers());
-    let start = Instant::now();
-    // Stamps are wall-clock milliseconds, the same in every process.
-    let wall_start = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    let base_ms = wall_start.as_millis() as u64;
-    let start = start - (wall_start - Duration::from_millis(base_ms));
-    let now_ms = move || start.elapsed().as_secs_f64() * 1000.0;
-    let instant_of = move |stamp: u64| match stamp.checked_sub(base_ms) {
-        Some(after) => start + Duration::from_millis(after),
-        None => start
-            .checked_sub(Duration::from_millis(base_ms - stamp))
-            .unwrap_or(start),
-    };
-    let work = |cost_us: f64| BusyWork::new(Duration::from_secs_f64(cost_us / 1e6));
-    let cost = Rc::new(Cell::new(work(job.cost_us)));
-    let figures = Rc::new(RefCell::new(WorkerFigures::default()));
-    let mut input = InputHandle::new();
-    let target = job.target_ms;
-    let periods = (job.duration_s * 1000.0 / job.period_ms).ceil() as usize;
-    let mut settings = LoopSettings::new(
-        Duration::from_secs_f64(job.target_ms / 1000.0),
-        Duration::from_secs_f64(job.period_ms / 1000.0),
-    )
-    .with_clock(move |stamp: &u64| instant_of(*stamp));
-    settings.prediction = job.prediction;
-    settings.mode = job.mode;
-    settings.seed = job.seed;
-    settings.actuation = job.actuation;
-    let output = ProbeHandle::new();
-    let shedding = worker.dataflow::<u64, _, _>(|scope| {
-        let (cost, figures) = (Rc::clone(&cost), Rc::clone(&figures));
-        let controller = job.controller.build(job.target_ms, periods);
-        let (admitted, shedding) =
-            scope
-                .input_from(&mut input)
-                .shed_loop(&settings, controller, &output, |(_, utility): &Item| *utility);
-        // At most a slice of time per activation: the backlog stays visible
-        // in the output frontier, and the worker keeps feeding arrivals and
-        // running the loop.
-        admitted
-            .time_sliced("Process", PROCESSING_SLICE, move |_, (stamp, _): Item| {
-                cost.get().run();
-                let arrival_ms = stamp as f64 - base_ms as f64;
-                figures.borrow_mut().record_delay(now_ms() - arrival_ms, target);
-                None::<()>
-            })
-            .probe_with(&output);
-        shedding
-    });
-    // Epochs start now, not at 0: the frontier delay of the first period
-    // is measured from the start of the run.
-    input.advance_to(base_ms);
-    let share = 1.0 / peers as f64;
-    let (mut owed, mut last) = (0.0f64, 0.0f64);
-    let mut utility = job.seed ^ (index as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
-    let duration_ms = job.duration_s * 1000.0;
-    let mut reported = 0;
-    loop {
-        let now = now_ms().min(duration_ms);
-        let t = now / 1000.0;
-        if let Some(step) = job.cost_step.filter(|step| t >= step.at_s) {
-            cost.set(work(step.cost_us));
-        }
-        // The arrivals due since the last iteration (this worker's share),
-        // spread evenly over that interval and stamped with their arrival
-        // millisecond: while the worker was busy processing, records kept
-        // arriving.
-        let due = job.profile.rate(t) * share * (now - last) / 1000.0 + owed;
-        let count = due.floor();
-        owed = due - count;
-        for k in 0..count as u64 {
-            let arrival = last + (now - last) * (k + 1) as f64 / count;
-            let time = (base_ms + arrival as u64).max(*input.time());
-            if *input.time() < time {
-                input.advance_to(time);
-            }
-            utility = splitmix64(utility);
-            input.send((time, (utility >> 11) as f64 / (1u64 << 53) as f64));
-        }
-        last = now;
-        if now >= duration_ms {
-            break;
-        }
-        worker.step();
-        if index == 0 && job.progress && (now / 1000.0) as u64 > reported {
-            reported = (now / 1000.0) as u64;
-            if let Some(period) = shedding.figures().periods.last() {
-                eprintln!(
-                    "[shedding] {t:.1} s: arrivals {:.0}/s, drop {:.1} %, delay {:.0} ms",
-                    period.sample.arrival_rate * peers as f64,
-                    100.0 * period.drop_fraction,
-                    period.sample.delay_ms
-                );
-            }
-        }
-    }
-    drop(input);
-    while !output.done() {
-        worker.step_or_park(None);
-    }
-    let shed = shedding.figures();
-    let mut figures = figures.take();
-    (figures.arrived, figures.dropped) = (shed.arrived, shed.dropped);
-    if index == 0 {
-        figures.trace = shed
-            .periods
-            .iter()
-            .map(|period| TraceRow {
-                time_s: period.end.as_secs_f64(),
-                arrival_rate: period.sample.arrival_rate * peers as f64,
-                admitted_rate: period.sample.admitted_rate * peers as f64,
-                processed_rate: period.sample.processed_rate * peers as f64,
-                drop_fraction: period.drop_fraction,
-                mean_delay_ms: period.sample.delay_ms,
-                controlled_delay_ms: period.controlled_delay_ms,
-            })
-            .collect();
-    }
-    figures
+/// [`run_shedding_with`] the dataflow of `examples/shedding.rs`: the loop,
+/// then a processing stage that spends each record's cost.
+pub fn run_shedding_on(job: ShedJob, cluster: &ClusterArgs) -> Result<Option<ShedReport>, Error> {
+    run_shedding_with(job, cluster, |worker, job| {
+        let testbed = job.testbed();
+        let mut input = InputHandle::new();
+        let output = ProbeHandle::new();
+        let shedding = worker.dataflow::<u64, _, _>(|scope| {
+            let utility = |record: &Record| record.1;
+            let (admitted, shedding) =
+                scope
+                    .input_from(&mut input)
+                    .shed_loop(&job.settings(&testbed), job.controller(), &output, utility);
+            let processing = testbed.clone();
+            admitted
+                .time_sliced("Process", PROCESSING_SLICE, move |_, record: Record| {
+                    processing.process(&record);
+                    None::<()>
+                })
+                .probe_with(&output);
+            shedding
+        });
+        job.feed(worker, &testbed, input, &shedding, &output)
+    })
 }
 
 impl WorkerFigures {

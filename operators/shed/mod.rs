@@ -3,6 +3,8 @@
 //! shedding operator, and identification and pole-placement design.
 
 pub mod actuator;
+#[cfg(feature = "lab")]
+pub mod cli;
 pub mod closed_loop;
 pub mod controller;
 pub mod design;

@@ -248,3 +248,26 @@ impl fmt::Display for SpatialReport {
         Ok(())
     }
 }
+
+/// Reports side by side, one row per run, as a Markdown table.
+pub fn comparison_table(reports: &[SpatialReport]) -> String {
+    let mut table = String::from(
+        "| policy | points/s | p50 ms | p99 ms | max/mean checks | rebalanced rounds | partitions moved | matches |\n\
+         |---|---|---|---|---|---|---|---|\n",
+    );
+    for r in reports {
+        table.push_str(&format!(
+            "| {} | {:.0} | {:.1} | {:.1} | {:.2} | {} of {} | {} | {} |\n",
+            r.policy,
+            r.points_per_s,
+            r.latency_ms.p50,
+            r.latency_ms.p99,
+            r.max_over_mean_work,
+            r.rebalanced_rounds,
+            r.rounds,
+            r.migrations.partitions_moved,
+            r.matches
+        ));
+    }
+    table
+}

@@ -289,6 +289,25 @@ impl SpatialJob {
 }
 
 impl<P: Clone + 'static, Q: Clone + 'static> SpatialJob<P, Q> {
+    /// `input` on `grid` with the spatial example's defaults: 1 000 lines
+    /// per epoch, rounds of 2 epochs, merges every 10 rounds, a split gain
+    /// of 0.2, no busy work, SWARM deciding by threshold 1.2, 4 epochs in
+    /// flight, no progress lines.
+    pub fn new(grid: Grid, input: Arc<SpatialInput<P, Q>>) -> Self {
+        SpatialJob {
+            grid,
+            input,
+            batch: 1000,
+            round: 2,
+            merge_every: 10,
+            split_gain: Some(0.2),
+            work_per_check: Duration::ZERO,
+            policy: PolicySpec::Swarm(DecisionSpec::Threshold(1.2)),
+            max_in_flight: 4,
+            progress: false,
+        }
+    }
+
     /// Checks the settings for the cluster `cluster` describes, and refuses
     /// a grid whose index cannot fit in a process's memory.
     pub fn check(&self, cluster: &ClusterArgs) -> Result<(), Error> {
