@@ -8,12 +8,12 @@
 
 use clap::Parser;
 use equipoise::common::median::{median_by, spread};
-use equipoise::shed::actuator::Actuation;
-use equipoise::shed::design::{design, nominal_pi, MEASURED_DELAY_POLES, NOMINAL_POLES};
 use equipoise::shed::identification::Identification;
 use equipoise::shed::job::{run_shedding, ControllerSpec, ShedJob, ShedReport};
-use equipoise::shed::predictor::Prediction;
 use equipoise::shed::scenario::{scenarios, Scenario};
+use equipoise::shed::Actuation;
+use equipoise::shed::Prediction;
+use equipoise::shed::{design, nominal_pi, MEASURED_DELAY_POLES, NOMINAL_POLES};
 
 #[derive(Parser, Debug)]
 struct Args {

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use equipoise::shed::design::{nominal_pi, NOMINAL_POLES};
 use equipoise::shed::job::{run_shedding, ControllerSpec, ShedJob, ShedReport};
 use equipoise::shed::scenario::{scenarios, Scenario};
+use equipoise::shed::{nominal_pi, NOMINAL_POLES};
 
 #[derive(Parser, Debug)]
 struct Args {

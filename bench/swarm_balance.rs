@@ -15,11 +15,11 @@ use std::time::Duration;
 use clap::Parser;
 use equipoise::common::cluster::ClusterArgs;
 use equipoise::common::median::{median_by, spread};
-use equipoise::swarm::geometry::{Grid, Rect};
 use equipoise::swarm::input::SpatialInput;
 use equipoise::swarm::job::{run_spatial, DecisionSpec, PolicySpec, SpatialJob, SpatialReport};
 use equipoise::swarm::workload::Hotspots;
 use equipoise::swarm::RangeQueries;
+use equipoise::swarm::{Grid, Rect};
 
 #[derive(Parser, Debug)]
 struct Args {

@@ -11,13 +11,13 @@ use std::time::Instant;
 
 use clap::Parser;
 use equipoise::common::median::median_by;
-use equipoise::swarm::cost::{normalized, CostModel, RangeQueryCost};
-use equipoise::swarm::forced::random_change;
-use equipoise::swarm::geometry::{Cell, CellRect, Grid, OutOfBounds, Rect};
-use equipoise::swarm::ids::IdMint;
-use equipoise::swarm::index::{Axis, GlobalIndex};
-use equipoise::swarm::rebalance::{best_line, best_line_exhaustive};
-use equipoise::swarm::stats::PartitionStats;
+use equipoise::swarm::random_change;
+use equipoise::swarm::IdMint;
+use equipoise::swarm::PartitionStats;
+use equipoise::swarm::{best_line, best_line_exhaustive};
+use equipoise::swarm::{normalized, CostModel, RangeQueryCost};
+use equipoise::swarm::{Axis, GlobalIndex};
+use equipoise::swarm::{Cell, CellRect, Grid, OutOfBounds, Rect};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 

@@ -23,12 +23,12 @@ use equipoise::common::keys::{KeySampler, KeySpec};
 use equipoise::common::Error;
 use equipoise::pkg::wordcount::{comparison_table, run_wordcount, KeySource, WordcountConfig};
 use equipoise::pkg::Scheme;
-use equipoise::shed::design::{nominal_pi, NOMINAL_POLES};
 use equipoise::shed::job::{run_shedding, ControllerSpec, ShedJob};
-use equipoise::swarm::geometry::{Grid, Rect};
+use equipoise::shed::{nominal_pi, NOMINAL_POLES};
 use equipoise::swarm::job::{run_spatial, DecisionSpec, PolicySpec, SpatialJob};
 use equipoise::swarm::workload::Hotspots;
 use equipoise::swarm::RangeQueries;
+use equipoise::swarm::{Grid, Rect};
 
 /// The equipoise tour.
 #[derive(Parser, Debug)]

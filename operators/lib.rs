@@ -37,7 +37,7 @@
 //! }).unwrap();
 //! ```
 
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod common;
 pub mod pkg;

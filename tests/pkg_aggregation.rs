@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use differential_dataflow::input::InputSession;
 use equipoise::common::hash::key_hash;
-use equipoise::pkg::ranking::top_of;
+use equipoise::pkg::top_of;
 use equipoise::pkg::{Aggregate, PartialKeyGrouping, PkgCount, PkgCountCollection, TopK};
 use proptest::prelude::*;
 use timely::dataflow::operators::vec::Input;

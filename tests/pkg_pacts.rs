@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use equipoise::common::hash::key_hash;
-use equipoise::pkg::candidates::two_choices;
+use equipoise::pkg::two_choices;
 use equipoise::pkg::{Grouped, PartialKeyGrouping, Scheme};
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::Input;

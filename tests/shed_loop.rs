@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use equipoise::shed::design::default_poles;
+use equipoise::shed::default_poles;
 use equipoise::shed::{
     design, fit_periods, nominal_pi, Controller, Excited, LoopPeriod, LoopSettings, Pi, Prediction, ShedLoop,
     TimeSliced, NOMINAL_POLES,

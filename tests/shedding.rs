@@ -1,13 +1,13 @@
 //! The shedding example and job: no overload means no loss, overload is
 //! shed, and bad input is a clear error.
 
-use equipoise::shed::actuator::Actuation;
-use equipoise::shed::controller::PiParams;
-use equipoise::shed::design::{nominal_pi, NOMINAL_POLES};
 use equipoise::shed::job::{run_shedding, ControllerSpec, ShedJob};
-use equipoise::shed::predictor::Prediction;
 use equipoise::shed::profile::Profile;
-use equipoise::shed::shedder::ShedMode;
+use equipoise::shed::Actuation;
+use equipoise::shed::PiParams;
+use equipoise::shed::Prediction;
+use equipoise::shed::ShedMode;
+use equipoise::shed::{nominal_pi, NOMINAL_POLES};
 use support::{report, run_example, run_two_processes, scratch};
 
 mod support;

@@ -3,17 +3,15 @@
 
 use std::collections::BTreeSet;
 
-use equipoise::swarm::cost::{normalized, CostModel, RangeQueryCost};
-use equipoise::swarm::decision::{Decision, DecisionPolicy, FiveStage, RoundSummary, Stage, Threshold};
-use equipoise::swarm::forced::random_change;
-use equipoise::swarm::geometry::{Cell, CellRect, Grid, Rect};
-use equipoise::swarm::ids::IdMint;
-use equipoise::swarm::index::{Axis, GlobalIndex, PlanChange, SplitLine};
-use equipoise::swarm::merge::plan_merges;
-use equipoise::swarm::rebalance::{
-    best_line, best_line_exhaustive, plan_reduction, Candidate, Reduction, ReductionRequest,
-};
-use equipoise::swarm::stats::{PartitionStats, QueryAge, Totals};
+use equipoise::swarm::plan_merges;
+use equipoise::swarm::random_change;
+use equipoise::swarm::IdMint;
+use equipoise::swarm::{best_line, best_line_exhaustive, plan_reduction, Candidate, Reduction, ReductionRequest};
+use equipoise::swarm::{normalized, CostModel, RangeQueryCost};
+use equipoise::swarm::{Axis, GlobalIndex, PlanChange, SplitLine};
+use equipoise::swarm::{Cell, CellRect, Grid, Rect};
+use equipoise::swarm::{Decision, DecisionPolicy, FiveStage, RoundSummary, Stage, Threshold};
+use equipoise::swarm::{PartitionStats, QueryAge, Totals};
 use proptest::prelude::*;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};

@@ -14,8 +14,8 @@ use equipoise::swarm::input::SpatialInput;
 use equipoise::swarm::job::{
     brute_force, brute_force_matches, run_spatial, DecisionSpec, PolicySpec, SpatialJob, SpatialReport,
 };
-use equipoise::swarm::stats::Totals;
 use equipoise::swarm::workload::Hotspots;
+use equipoise::swarm::Totals;
 use equipoise::swarm::{
     CostModel, Grid, Match, Orders, PartitionState, RangeQueries, RangeQueryCost, Rect, SpatioTextual, Swarm,
 };

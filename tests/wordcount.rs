@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use equipoise::common::cluster::ClusterArgs;
 use equipoise::common::keys::{KeySampler, KeySpec};
-use equipoise::pkg::ranking::top_of;
+use equipoise::pkg::top_of;
 use equipoise::pkg::wordcount::{count_digest, run_wordcount, KeySource, WordcountConfig};
 use equipoise::pkg::Scheme;
 use support::{report, run_two_processes, scratch};

@@ -25,8 +25,8 @@ pub mod median;
 pub mod memory;
 #[cfg(feature = "lab")]
 pub mod program;
-pub mod scatter;
-pub mod stash;
+pub(crate) mod scatter;
+pub(crate) mod stash;
 #[cfg(feature = "lab")]
 mod watch;
 

@@ -13,15 +13,15 @@ use timely::progress::Timestamp;
 use timely::worker::Worker;
 
 /// A pusher to one worker, logged as timely's own pacts log theirs.
-pub type LoggedPusher<T, D> = LogPusher<Box<dyn Push<Message<T, Vec<D>>>>>;
+pub(crate) type LoggedPusher<T, D> = LogPusher<Box<dyn Push<Message<T, Vec<D>>>>>;
 /// The receiving end of an exchange, logged.
-pub type LoggedPuller<T, D> = LogPuller<Box<dyn Pull<Message<T, Vec<D>>>>>;
+pub(crate) type LoggedPuller<T, D> = LogPuller<Box<dyn Pull<Message<T, Vec<D>>>>>;
 /// A [`Scatter`] over logged pushers.
-pub type LoggedScatter<T, D> = Scatter<T, D, LoggedPusher<T, D>>;
+pub(crate) type LoggedScatter<T, D> = Scatter<T, D, LoggedPusher<T, D>>;
 
 /// Allocates an exchange channel for a pact's `connect`: a [`Scatter`] over
 /// logged pushers to every worker, and the logged puller.
-pub fn allocate_scatter<T, D>(
+pub(crate) fn allocate_scatter<T, D>(
     worker: &Worker,
     identifier: usize,
     address: Rc<[usize]>,
@@ -45,7 +45,7 @@ where
 }
 
 /// Batches records per destination and pushes them at their stamp.
-pub struct Scatter<T, D, P> {
+pub(crate) struct Scatter<T, D, P> {
     pushers: Vec<P>,
     buffers: Vec<Vec<D>>,
     sent: Vec<u64>,
@@ -54,7 +54,7 @@ pub struct Scatter<T, D, P> {
 
 impl<T: Eq + Clone, D, P: Push<Message<T, Vec<D>>>> Scatter<T, D, P> {
     /// Over the pushers of every destination worker.
-    pub fn new(pushers: Vec<P>) -> Self {
+    pub(crate) fn new(pushers: Vec<P>) -> Self {
         let peers = pushers.len();
         Scatter {
             pushers,
@@ -65,12 +65,12 @@ impl<T: Eq + Clone, D, P: Push<Message<T, Vec<D>>>> Scatter<T, D, P> {
     }
 
     /// Number of destinations.
-    pub fn peers(&self) -> usize {
+    pub(crate) fn peers(&self) -> usize {
         self.pushers.len()
     }
 
     /// Records routed to each destination so far (sent or still buffered).
-    pub fn routed(&self) -> impl Iterator<Item = u64> + '_ {
+    pub(crate) fn routed(&self) -> impl Iterator<Item = u64> + '_ {
         self.sent
             .iter()
             .zip(&self.buffers)
@@ -80,7 +80,11 @@ impl<T: Eq + Clone, D, P: Push<Message<T, Vec<D>>>> Scatter<T, D, P> {
     /// Handles one `push` of the pact: a message is split by `route`, which
     /// gives the destination of each record at the message's stamp; `None`
     /// flushes everything and closes the destinations.
-    pub fn push(&mut self, message: &mut Option<Message<T, Vec<D>>>, mut route: impl FnMut(&Stamp<T>, &D) -> usize) {
+    pub(crate) fn push(
+        &mut self,
+        message: &mut Option<Message<T, Vec<D>>>,
+        mut route: impl FnMut(&Stamp<T>, &D) -> usize,
+    ) {
         let Some(bundle) = message else {
             self.flush();
             self.current = None;

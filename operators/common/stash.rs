@@ -9,7 +9,7 @@ use timely::progress::frontier::MutableAntichain;
 use timely::progress::Timestamp;
 
 /// State `S` per pending time, each with the capability to emit at it.
-pub struct TimeStash<T: Timestamp, S> {
+pub(crate) struct TimeStash<T: Timestamp, S> {
     pending: BTreeMap<T, (Capability<T>, S)>,
 }
 
@@ -25,7 +25,7 @@ impl<T: Timestamp + TotalOrder, S: Default> TimeStash<T, S> {
     /// The state of the time of `cap` (created empty, holding a capability
     /// for output 0). `None` for a message without a stamp: it makes no
     /// progress claim and cannot be held, and timely's own operators drop it.
-    pub fn at(&mut self, cap: &InputCapability<T>) -> Option<&mut S> {
+    pub(crate) fn at(&mut self, cap: &InputCapability<T>) -> Option<&mut S> {
         let time = cap.least()?;
         let (_, state) = self
             .pending
@@ -35,13 +35,13 @@ impl<T: Timestamp + TotalOrder, S: Default> TimeStash<T, S> {
     }
 
     /// Hands every time the frontier has passed to `each`, in time order.
-    pub fn drain_complete(&mut self, frontier: &MutableAntichain<T>, each: impl FnMut(Capability<T>, S)) {
+    pub(crate) fn drain_complete(&mut self, frontier: &MutableAntichain<T>, each: impl FnMut(Capability<T>, S)) {
         self.drain_while(|time| !frontier.less_equal(time), each);
     }
 
     /// Hands the pending times to `each` in time order, while `complete`
     /// holds for them.
-    pub fn drain_while(&mut self, mut complete: impl FnMut(&T) -> bool, mut each: impl FnMut(Capability<T>, S)) {
+    pub(crate) fn drain_while(&mut self, mut complete: impl FnMut(&T) -> bool, mut each: impl FnMut(Capability<T>, S)) {
         while let Some(entry) = self.pending.first_entry() {
             if !complete(entry.key()) {
                 break;
@@ -52,7 +52,7 @@ impl<T: Timestamp + TotalOrder, S: Default> TimeStash<T, S> {
     }
 
     /// The earliest pending time.
-    pub fn first_time(&self) -> Option<&T> {
+    pub(crate) fn first_time(&self) -> Option<&T> {
         self.pending.keys().next()
     }
 }

@@ -23,7 +23,7 @@ fn placement(key: u64) -> u64 {
 
 /// The first choice of `key` among `peers` workers: key grouping's worker.
 #[inline]
-pub fn first_choice(key: u64, peers: usize) -> usize {
+pub(crate) fn first_choice(key: u64, peers: usize) -> usize {
     reduce(placement(key), peers)
 }
 
@@ -52,7 +52,7 @@ pub fn two_choices(key: u64, peers: usize) -> [usize; 2] {
 /// into `out`: the two of [`two_choices`] first (so a key that becomes a
 /// head keeps its PKG workers), then a permutation of the others seeded by
 /// the key.
-pub fn choices(key: u64, peers: usize, d: usize, out: &mut Vec<usize>) {
+pub(crate) fn choices(key: u64, peers: usize, d: usize, out: &mut Vec<usize>) {
     out.clear();
     let d = d.min(peers);
     if d == 0 {
@@ -74,6 +74,14 @@ pub fn choices(key: u64, peers: usize, d: usize, out: &mut Vec<usize>) {
         order.swap(i, i + reduce(state, peers - i));
     }
     out.extend_from_slice(&order[..d]);
+}
+
+/// The least loaded of `candidates` (at least one); ties go to the first.
+pub(crate) fn least_loaded(candidates: impl IntoIterator<Item = usize>, loads: &[u64]) -> usize {
+    candidates
+        .into_iter()
+        .min_by_key(|&worker| loads[worker])
+        .expect("at least one candidate")
 }
 
 #[cfg(test)]

@@ -8,8 +8,8 @@ use std::hash::BuildHasherDefault;
 
 use crate::common::hash::StableHasher;
 
+use super::candidates::least_loaded;
 use super::candidates::{choices, two_choices};
-use super::greedy::least_loaded;
 use super::head_shape::{default_threshold, head_choices, HeadShape};
 use super::partial_key::less_loaded;
 use super::router::{Grouping, Router};

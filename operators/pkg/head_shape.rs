@@ -4,7 +4,7 @@
 
 /// The default head threshold θ = 2/(n·T) with T = 10, i.e. 1/(5n): a key
 /// above it carries more than a fifth of one worker's fair share.
-pub fn default_threshold(peers: usize) -> f64 {
+pub(crate) fn default_threshold(peers: usize) -> f64 {
     1.0 / (5.0 * peers.max(1) as f64)
 }
 

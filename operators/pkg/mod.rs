@@ -5,36 +5,43 @@
 //! whose hottest key outgrows two workers, D-Choices and W-Choices (ICDE
 //! 2016); and the replay simulator that reproduces the papers' results.
 
-pub mod aggregate;
-pub mod candidates;
-pub mod differential;
-pub mod greedy;
-pub mod head_aware;
-pub mod head_shape;
-pub mod key;
-pub mod pact;
-pub mod partial_key;
-pub mod potc;
-pub mod ranking;
-pub mod router;
-pub mod shuffle;
+mod aggregate;
+mod candidates;
+mod differential;
+mod head_aware;
+mod head_shape;
+mod key;
+mod pact;
+mod partial_key;
+mod potc;
+mod ranking;
+mod router;
+mod shuffle;
 #[cfg(feature = "lab")]
 pub mod sim;
-pub mod space_saving;
-pub mod top_k;
+mod space_saving;
+mod top_k;
 #[cfg(feature = "lab")]
 pub mod wordcount;
 
-pub use aggregate::{Aggregate, MergePartials, PkgCount};
+pub use aggregate::{Aggregate, AggregationKey, MergePartials, PkgCount};
+pub use candidates::two_choices;
 pub use differential::PkgCountCollection;
-pub use head_aware::{HeadAware, HeadSpread};
-pub use key::Key;
+pub use head_aware::{HeadAware, HeadAwareRouter, HeadSpread, DEFAULT_SKETCH};
+pub use head_shape::{head_choices, HeadShape};
+pub use key::{Key, KeyRouter};
 pub use pact::{
-    Grouped, HeadAwareGrouping, KeyGrouping, PartialKeyGrouping, PotcGrouping, SchemeGrouping, SendCounts,
-    ShuffleGrouping,
+    Grouped, GroupedPusher, HeadAwareGrouping, KeyGrouping, PartialKeyGrouping, PotcGrouping, SchemeGrouping,
+    SendCounts, ShuffleGrouping,
 };
-pub use partial_key::Pkg;
-pub use potc::Potc;
-pub use router::{Grouping, Router, Scheme};
-pub use shuffle::Shuffle;
+pub use partial_key::{Pkg, PkgRouter};
+pub use potc::{Potc, PotcRouter};
+pub use ranking::top_of;
+pub use router::{Grouping, Router, Scheme, SchemeRouter};
+pub use shuffle::{Shuffle, ShuffleRouter};
+pub use space_saving::{Counter, SpaceSaving};
 pub use top_k::TopK;
+
+/// The fingerprint PKG's pacts expect of a key, for keys that have no
+/// well-mixed 64-bit hash of their own.
+pub use crate::common::hash::key_hash;

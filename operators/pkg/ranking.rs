@@ -7,7 +7,7 @@ use std::hash::Hash;
 /// Keys with their latest values, ordered by value (largest first), ties by
 /// key (smallest first) so that every worker count ranks alike.
 #[derive(Debug, Clone)]
-pub struct Ranking<K, V> {
+pub(crate) struct Ranking<K, V> {
     values: HashMap<K, V>,
     order: BTreeSet<(Reverse<V>, K)>,
 }
@@ -23,7 +23,7 @@ impl<K, V> Default for Ranking<K, V> {
 
 impl<K: Hash + Eq + Ord + Clone, V: Ord + Clone> Ranking<K, V> {
     /// Sets the value of `key`, replacing any earlier one. O(log n).
-    pub fn set(&mut self, key: K, value: V) {
+    pub(crate) fn set(&mut self, key: K, value: V) {
         if let Some(old) = self.values.insert(key.clone(), value.clone()) {
             self.order.remove(&(Reverse(old), key.clone()));
         }
@@ -31,26 +31,16 @@ impl<K: Hash + Eq + Ord + Clone, V: Ord + Clone> Ranking<K, V> {
     }
 
     /// The `k` highest-ranked keys with their values.
-    pub fn top(&self, k: usize) -> Vec<(K, V)> {
+    pub(crate) fn top(&self, k: usize) -> Vec<(K, V)> {
         self.order
             .iter()
             .take(k)
             .map(|(Reverse(value), key)| (key.clone(), value.clone()))
             .collect()
     }
-
-    /// Number of keys held.
-    pub fn len(&self) -> usize {
-        self.values.len()
-    }
-
-    /// Whether no key is held.
-    pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
-    }
 }
 
-/// The `k` highest of `candidates` in [`Ranking`]'s order.
+/// The `k` highest of `candidates` by value, ties to the lower key.
 pub fn top_of<K: Ord, V: Ord>(mut candidates: Vec<(K, V)>, k: usize) -> Vec<(K, V)> {
     candidates.sort_by(|(key_a, value_a), (key_b, value_b)| value_b.cmp(value_a).then_with(|| key_a.cmp(key_b)));
     candidates.truncate(k);
@@ -71,7 +61,6 @@ mod tests {
         ranking.set("c", 5);
         ranking.set("a", 0);
         assert_eq!(ranking.top(5), vec![("c", 5), ("b", 3), ("a", 0)]);
-        assert_eq!(ranking.len(), 3);
         assert_eq!(top_of(vec![("x", 1), ("y", 2), ("w", 2)], 2), vec![("w", 2), ("y", 2)]);
     }
 }

@@ -23,7 +23,7 @@ pub struct Counter {
 /// `seen / capacity` occurrences is monitored.
 ///
 /// ```
-/// use equipoise::pkg::space_saving::SpaceSaving;
+/// use equipoise::pkg::SpaceSaving;
 ///
 /// let mut sketch = SpaceSaving::new(2);
 /// for key in [7, 7, 1, 7, 2, 7, 3] {

@@ -20,7 +20,7 @@ use super::controller::drop_fraction;
 #[cfg_attr(feature = "lab", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Actuation {
-    /// An admitted rate, held as arrivals change ([`RateTracker`]).
+    /// An admitted rate, held as arrivals change.
     Rate,
     /// A drop fraction for the whole next period: 1 − output ÷ the arrival
     /// rate of the period just ended.
@@ -30,24 +30,11 @@ pub enum Actuation {
 /// Keeps the admitted rate at a set value by re-deriving the drop fraction
 /// from a running estimate of the arrival rate.
 ///
-/// The program that feeds the input calls [`RateTracker::observe`] with
-/// each batch of arrivals and hands the result to the shedder; the
-/// controller calls [`RateTracker::set_admitted`] once a period.
-///
-/// ```
-/// use equipoise::shed::actuator::RateTracker;
-/// use equipoise::shed::shedder::Shedder;
-///
-/// let (shedder, mut tracker) = (Shedder::default(), RateTracker::new(10.0));
-/// tracker.set_admitted(1000.0); // C(k), records/s
-/// for _ in 0..50 {
-///     // 4 records arrived in the last millisecond: 4000/s, drop 3/4.
-///     shedder.set_fraction(tracker.observe(4.0, 1.0));
-/// }
-/// assert!((tracker.observe(4.0, 1.0) - 0.75).abs() < 1e-9);
-/// ```
+/// The loop calls [`RateTracker::observe`] with each batch of arrivals and
+/// hands the result to the shedder, and [`RateTracker::set_admitted`] once a
+/// period with the controller's rate.
 #[derive(Debug, Clone)]
-pub struct RateTracker {
+pub(crate) struct RateTracker {
     admitted: f64,
     arrival: Option<f64>,
     time_constant_ms: f64,
@@ -56,7 +43,7 @@ pub struct RateTracker {
 impl RateTracker {
     /// A tracker whose arrival-rate estimate averages over about
     /// `time_constant_ms` (exponentially weighted).
-    pub fn new(time_constant_ms: f64) -> Self {
+    pub(crate) fn new(time_constant_ms: f64) -> Self {
         RateTracker {
             admitted: f64::INFINITY,
             arrival: None,
@@ -65,13 +52,13 @@ impl RateTracker {
     }
 
     /// The rate to admit from now on, records/s.
-    pub fn set_admitted(&mut self, admitted: f64) {
+    pub(crate) fn set_admitted(&mut self, admitted: f64) {
         self.admitted = admitted.max(0.0);
     }
 
     /// Takes in `arrivals` records that came over the last `elapsed_ms` and
     /// returns the fraction to drop from now on.
-    pub fn observe(&mut self, arrivals: f64, elapsed_ms: f64) -> f64 {
+    pub(crate) fn observe(&mut self, arrivals: f64, elapsed_ms: f64) -> f64 {
         if elapsed_ms > 0.0 {
             let rate = 1000.0 * arrivals / elapsed_ms;
             let weight = 1.0 - (-elapsed_ms / self.time_constant_ms).exp();

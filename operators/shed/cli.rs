@@ -1,6 +1,10 @@
 //! The shedding example's command line: its flags, checked, as the job and
 //! the cluster they describe; `identify` whole; and the summary `run` prints.
 
+// The flags' docs are their `--help` text, where `<rate>` is a placeholder,
+// not HTML.
+#![allow(rustdoc::invalid_html_tags)]
+
 use std::fmt;
 use std::path::PathBuf;
 

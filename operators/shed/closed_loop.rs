@@ -141,8 +141,8 @@ pub trait ShedLoop<'scope, T: Timestamp + TotalOrder, D> {
     /// use std::time::Duration;
     /// use timely::dataflow::operators::{Input, Inspect, Probe};
     /// use timely::dataflow::ProbeHandle;
-    /// use equipoise::shed::design::{default_poles, nominal_pi};
-    /// use equipoise::shed::predictor::Prediction;
+    /// use equipoise::shed::{default_poles, nominal_pi};
+    /// use equipoise::shed::Prediction;
     /// use equipoise::shed::{LoopSettings, Pi, ShedLoop};
     ///
     /// timely::execute(timely::Config::process(2), |worker| {

@@ -73,7 +73,7 @@ impl<C: Controller + ?Sized> Controller for Box<C> {
 }
 
 /// The fraction of arrivals to drop so that `admitted` of `arrival` pass.
-pub fn drop_fraction(admitted: f64, arrival: f64) -> f64 {
+pub(crate) fn drop_fraction(admitted: f64, arrival: f64) -> f64 {
     if arrival > 0.0 {
         (1.0 - admitted / arrival).clamp(0.0, 1.0)
     } else {
@@ -95,7 +95,7 @@ pub struct PiParams {
 /// The integral of [`Pi`] takes in errors within this fraction of the
 /// target (integral separation): the operating point already covers large
 /// changes, the integral only the model's small, lasting errors.
-pub const INTEGRATION_BAND: f64 = 0.1;
+pub(crate) const INTEGRATION_BAND: f64 = 0.1;
 
 /// The PI controller of the paper (its Eqn 2, transfer function
 /// g(z − r)/(z − u)) on the error E(k) = D_t − AD(k), acting on deviations
@@ -112,7 +112,7 @@ pub const INTEGRATION_BAND: f64 = 0.1;
 /// Anti-windup: the output is at least 0 and, while the delay is under the
 /// target, at least Ĉ(k) (admitting less than was just processed would only
 /// lose records). The integral takes in only errors within
-/// ±[`INTEGRATION_BAND`] of the target that do not push the output further
+/// ±10 % of the target that do not push the output further
 /// below that floor or above Î(k), the most that can be admitted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Pi {

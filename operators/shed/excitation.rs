@@ -15,17 +15,17 @@ use super::controller::{Controller, PeriodSample, Pi};
 use super::design::{nominal_pi, MEASURED_DELAY_POLES};
 
 /// The default dither amplitude, as a fraction of the capacity.
-pub const AMPLITUDE: f64 = 0.2;
+pub(crate) const AMPLITUDE: f64 = 0.2;
 
 /// The default number of periods each dither level holds.
-pub const HOLD: usize = 2;
+pub(crate) const HOLD: usize = 2;
 
 /// Periods of dither [`Excited::around`] draws before it repeats.
 const DITHER_PERIODS: usize = 4096;
 
 /// A maximal-length 15-bit LFSR sequence of ±1, each value held for `hold`
 /// periods, `periods` long: the two-level pseudo-random input.
-pub fn prbs(periods: usize, hold: usize, seed: u16) -> Vec<f64> {
+pub(crate) fn prbs(periods: usize, hold: usize, seed: u16) -> Vec<f64> {
     let hold = hold.max(1);
     let mut state = seed.max(1) & 0x7fff;
     let mut levels = Vec::with_capacity(periods);
@@ -72,8 +72,8 @@ impl Excited {
     /// The identification experiment for a dataflow that processes about
     /// `capacity` records/s per worker: a slow PI (designed on the queue
     /// model with [`MEASURED_DELAY_POLES`]) holding the delay near
-    /// `target_ms`, its output dithered by ±[`AMPLITUDE`] of `capacity`,
-    /// each level held [`HOLD`] periods of `period_ms`. Run it in a
+    /// `target_ms`, its output dithered by ±20 % of `capacity`,
+    /// each level held 2 periods of `period_ms`. Run it in a
     /// [`ShedLoop`](super::ShedLoop) with arrivals above capacity, then fit
     /// the loop's periods with [`fit_periods`](super::design::fit_periods).
     pub fn around(capacity: f64, period_ms: f64, target_ms: f64) -> Self {

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 /// Records admitted per period wait in arrival order for a server of fixed
 /// capacity.
 #[derive(Debug, Clone, Default)]
-pub struct FluidQueue {
+pub(crate) struct FluidQueue {
     /// (first arrival ms, records admitted, records left) per period,
     /// oldest first; a period's records arrive evenly over it.
     batches: VecDeque<(f64, f64, f64)>,
@@ -18,7 +18,7 @@ impl FluidQueue {
     /// Admits `admitted` records/s for one period of `period_ms` (spread
     /// evenly over it) and serves `capacity` records/s; returns the age of the
     /// oldest record left (the frontier delay) and the processed rate.
-    pub fn step(&mut self, admitted: f64, capacity: f64, period_ms: f64) -> (f64, f64) {
+    pub(crate) fn step(&mut self, admitted: f64, capacity: f64, period_ms: f64) -> (f64, f64) {
         let count = admitted * period_ms / 1000.0;
         self.batches.push_back((self.now, count, count));
         self.now += period_ms;
@@ -41,7 +41,7 @@ impl FluidQueue {
     }
 
     /// Records waiting.
-    pub fn backlog(&self) -> f64 {
+    pub(crate) fn backlog(&self) -> f64 {
         self.batches.iter().map(|(_, _, left)| left).sum()
     }
 }

@@ -2,13 +2,13 @@
 //! the output frontier, controllers (PI, the coarse algorithm, none), the
 //! shedding operator, and identification and pole-placement design.
 
-pub mod actuator;
+mod actuator;
 #[cfg(feature = "lab")]
 pub mod cli;
-pub mod closed_loop;
-pub mod controller;
-pub mod design;
-pub mod excitation;
+mod closed_loop;
+mod controller;
+mod design;
+mod excitation;
 #[cfg(test)]
 #[cfg(any(feature = "lab", test))]
 mod fluid_queue;
@@ -18,19 +18,22 @@ pub mod identification;
 pub mod job;
 #[cfg(feature = "lab")]
 pub mod plot;
-pub mod predictor;
+mod predictor;
 #[cfg(feature = "lab")]
 pub mod profile;
 #[cfg(feature = "lab")]
 pub mod scenario;
-pub mod shedder;
-pub mod sliced;
+mod shedder;
+mod sliced;
 
 pub use actuator::Actuation;
 pub use closed_loop::{Clock, LoopFigures, LoopHandle, LoopPeriod, LoopSettings, ShedLoop};
 pub use controller::{Bounded, Coarse, Controller, NoShedding, PeriodSample, Pi, PiParams};
-pub use design::{design, fit_periods, nominal_pi, ArxModel, Design, NOMINAL_POLES};
+pub use design::{
+    closed_loop_poles, default_poles, design, first_order_pi, fit_arx, fit_identification, fit_periods, is_stable,
+    nominal_model, nominal_pi, ArxModel, Design, MEASURED_DELAY_POLES, NOMINAL_POLES,
+};
 pub use excitation::{ExcitationSpec, Excited};
 pub use predictor::Prediction;
-pub use shedder::ShedMode;
+pub use shedder::{Shed, ShedMode, Shedder};
 pub use sliced::TimeSliced;

@@ -28,7 +28,7 @@ use super::controller::PeriodSample;
 #[cfg_attr(feature = "lab", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Prediction {
-    /// The frontier delay corrected by [`DelayPredictor`] (the default).
+    /// The frontier delay corrected by the Smith predictor (the default).
     #[default]
     Smith,
     /// The frontier delay as measured (the paper's loop).
@@ -44,7 +44,7 @@ const MISMATCHES: usize = 5;
 
 /// A Smith predictor for the frontier delay.
 #[derive(Debug, Clone)]
-pub struct DelayPredictor {
+pub(crate) struct DelayPredictor {
     /// (end of the period, admitted − processed records since the start),
     /// newest first, from (0, 0) or the oldest of the last [`MAX_PERIODS`].
     backlog: VecDeque<(f64, f64)>,
@@ -64,7 +64,7 @@ impl Default for DelayPredictor {
 impl DelayPredictor {
     /// Records the period in `sample` and predicts the delay of a record
     /// admitted now, ms.
-    pub fn predict(&mut self, sample: &PeriodSample) -> f64 {
+    pub(crate) fn predict(&mut self, sample: &PeriodSample) -> f64 {
         let (end, backlog) = self.backlog[0];
         let now = end + sample.length_ms;
         let backlog = backlog + (sample.admitted_rate - sample.processed_rate) * sample.length_ms / 1000.0;

@@ -27,7 +27,7 @@ pub enum ShedMode {
 /// The shedder's shared state: the drop fraction the controller sets, and
 /// the counts the program reads.
 #[derive(Debug, Default)]
-pub struct ShedState {
+pub(crate) struct ShedState {
     /// Fraction of records to drop, in [0, 1].
     pub fraction: f64,
     /// Records that reached the shedder.
@@ -61,7 +61,7 @@ pub trait Shed<'scope, T: Timestamp, D> {
     ///
     /// ```
     /// use timely::dataflow::operators::{Inspect, ToStream};
-    /// use equipoise::shed::shedder::{Shed, ShedMode, Shedder};
+    /// use equipoise::shed::{Shed, ShedMode, Shedder};
     ///
     /// timely::example(|scope| {
     ///     let shedder = Shedder::default();

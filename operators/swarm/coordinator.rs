@@ -18,7 +18,7 @@ use super::rebalance::ReductionRequest;
 
 /// What a worker sends the coordinator at the end of a round.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RoundReport {
+pub(crate) struct RoundReport {
     /// The worker.
     pub worker: usize,
     /// Num(C(m)) and R(m).
@@ -30,7 +30,7 @@ pub struct RoundReport {
 
 /// A request to a worker to shed load toward `low_worker`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct ReductionAsk {
+pub(crate) struct ReductionAsk {
     /// The pair: 0 for the most loaded worker (asked toward the least
     /// loaded), 1 for the next (toward the next least loaded), ...
     pub rank: usize,
@@ -88,7 +88,7 @@ pub struct Orders {
 }
 
 /// The coordinator (on worker 0).
-pub struct Coordinator {
+pub(crate) struct Coordinator {
     policy: Policy,
     index: GlobalIndex,
     mint: IdMint,
@@ -105,7 +105,7 @@ impl Coordinator {
     /// A coordinator for `workers` workers under the initial plan `index`;
     /// updates take effect `plan_lag + 1` epochs after the round end that
     /// decided them; forced changes mint ids from `mint`.
-    pub fn new(policy: Policy, index: GlobalIndex, mint: IdMint, workers: usize, plan_lag: u64) -> Self {
+    pub(crate) fn new(policy: Policy, index: GlobalIndex, mint: IdMint, workers: usize, plan_lag: u64) -> Self {
         Coordinator {
             policy,
             index,
@@ -121,13 +121,13 @@ impl Coordinator {
     }
 
     /// What was ordered so far.
-    pub fn orders(&self) -> &Orders {
+    pub(crate) fn orders(&self) -> &Orders {
         &self.orders
     }
 
     /// A round ended with these reports (one per worker): decides, and
     /// returns the reduction requests to send, by worker.
-    pub fn round_end(&mut self, mut reports: Vec<RoundReport>) -> Vec<(usize, ReductionAsk)> {
+    pub(crate) fn round_end(&mut self, mut reports: Vec<RoundReport>) -> Vec<(usize, ReductionAsk)> {
         reports.sort_by_key(|report| report.worker);
         self.pending_local = reports
             .iter_mut()
@@ -195,7 +195,7 @@ impl Coordinator {
     /// workers' changes to their own partitions that touch none of its
     /// partitions (and that still own them: a worker reports from a plan
     /// that may lag the coordinator's).
-    pub fn conclude(&mut self, time: u64, mut proposals: Vec<(usize, Vec<PlanChange>)>) -> PlanUpdate {
+    pub(crate) fn conclude(&mut self, time: u64, mut proposals: Vec<(usize, Vec<PlanChange>)>) -> PlanUpdate {
         proposals.sort_by_key(|(rank, _)| *rank);
         let mut changes: Vec<PlanChange> = match self.forced.take() {
             Some(change) => vec![change],

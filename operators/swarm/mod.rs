@@ -10,21 +10,21 @@
 //! and duplicate nothing. Records are valid by construction ([`Record`]).
 //!
 //! The pure algorithms know nothing of timely and are public for those who
-//! build on them: geometry ([`geometry`]), the grid index with point routing
-//! and range routing by Algorithm 1 ([`index`]), partition ids ([`ids`]),
-//! per-partition row/column statistics with the round-end update of
-//! Algorithm 2 and the split and merge arithmetic ([`stats`]), the cost
-//! model ([`cost`]), the five-stage and threshold decisions ([`decision`]),
-//! and the reduction (Algorithm 3) and merge planning ([`rebalance`],
-//! [`merge`]). What the paper's text leaves out is ours (`docs/swarm.md`),
-//! behind traits ([`CostModel`], [`DecisionPolicy`]).
+//! build on them: geometry ([`Grid`], [`Rect`]), the grid index with point
+//! routing and range routing by Algorithm 1 ([`GlobalIndex`]), partition ids
+//! ([`IdMint`]), per-partition row/column statistics with the round-end
+//! update of Algorithm 2 and the split and merge arithmetic
+//! ([`PartitionStats`]), the cost model ([`RangeQueryCost`]), the five-stage
+//! and threshold decisions ([`FiveStage`], [`Threshold`]), and the reduction
+//! (Algorithm 3, [`plan_reduction`]) and merge planning ([`plan_merges`]).
+//! What the paper's text leaves out is ours (`docs/swarm.md`), behind traits
+//! ([`CostModel`], [`DecisionPolicy`]).
 //!
 //! ```
-//! use equipoise::swarm::cost::{normalized, CostModel, RangeQueryCost, WorkerLoad};
-//! use equipoise::swarm::geometry::{Cell, Grid, OutOfBounds, Rect};
-//! use equipoise::swarm::index::GlobalIndex;
-//! use equipoise::swarm::rebalance::{plan_reduction, Candidate, Reduction, ReductionRequest};
-//! use equipoise::swarm::stats::PartitionStats;
+//! use equipoise::swarm::{
+//!     normalized, plan_reduction, Candidate, Cell, CostModel, GlobalIndex, Grid, OutOfBounds,
+//!     PartitionStats, RangeQueryCost, Rect, Reduction, ReductionRequest, WorkerLoad,
+//! };
 //!
 //! // A 100 × 100 space in 16 × 16 cells, initially one partition per worker.
 //! let grid = Grid::new(Rect::new(0.0, 0.0, 100.0, 100.0)?, 16, 16)?;
@@ -54,45 +54,52 @@
 //! # Ok::<(), equipoise::common::Error>(())
 //! ```
 
-pub mod app;
+mod app;
 #[cfg(feature = "lab")]
 pub mod cli;
-pub(crate) mod coordination;
-pub mod coordinator;
-pub mod cost;
-pub mod decision;
-pub(crate) mod dispatch;
-pub(crate) mod executor;
-pub mod forced;
-pub mod geometry;
-pub mod granularity;
-pub mod ids;
-pub mod index;
+mod coordination;
+mod coordinator;
+mod cost;
+mod decision;
+mod dispatch;
+mod executor;
+mod forced;
+mod geometry;
+mod granularity;
+mod ids;
+mod index;
 #[cfg(feature = "lab")]
 pub mod input;
 #[cfg(feature = "lab")]
 pub mod job;
-pub mod merge;
-pub(crate) mod operator;
-pub mod plan;
-pub mod rebalance;
-pub(crate) mod record;
-pub mod stats;
-pub(crate) mod store;
-pub mod textual;
+mod merge;
+mod operator;
+mod plan;
+mod rebalance;
+mod record;
+mod stats;
+mod store;
+mod textual;
 #[cfg(feature = "lab")]
 pub mod workload;
 
 pub use app::{Match, PartitionState, Point, Query, RangeQueries, Registered};
 pub use coordinator::{Orders, Policy};
-pub use cost::{CostModel, RangeQueryCost};
-pub use decision::{DecisionPolicy, FiveStage, Threshold};
+pub use cost::{normalized, system_received, CostModel, RangeQueryCost, WorkerLoad};
+pub use decision::{Decision, DecisionPolicy, FiveStage, RoundSummary, Stage, Threshold, Verdict};
 pub use dispatch::Refused;
 pub use executor::ExecutorFigures;
-pub use geometry::{Grid, OutOfBounds, Rect};
+pub use forced::random_change;
+pub use geometry::{Cell, CellRect, Grid, OutOfBounds, Rect, MAX_CELLS};
+pub use granularity::{best_split, cheap_merge};
+pub use ids::{IdMint, PartitionId};
+pub use index::{Axis, GlobalIndex, PartitionInfo, PlanChange, SplitLine};
+pub use merge::plan_merges;
 pub use operator::{InitialPlan, Swarm, SwarmConfig, SwarmHandles};
+pub use rebalance::{best_line, best_line_exhaustive, plan_reduction, Candidate, Reduction, ReductionRequest};
 pub use record::{Item, Record};
-pub use stats::Totals;
+pub use stats::{LineStats, PartitionStats, QueryAge, Totals};
 pub use textual::{Keywords, SpatioTextual, TextualCost};
 
+pub use crate::common::busy_work::BusyWork;
 pub use crate::common::Error;

@@ -10,7 +10,7 @@ use super::index::{GlobalIndex, PlanChange};
 
 /// Changes to the plan that hold from epoch `effective` on.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct PlanUpdate {
+pub(crate) struct PlanUpdate {
     /// The first epoch the changed plan routes.
     pub effective: u64,
     /// The changes, applied in order.
@@ -20,13 +20,13 @@ pub struct PlanUpdate {
 /// The plan as it was and will be at each epoch: the initial index, then one
 /// version per non-empty update.
 #[derive(Debug, Clone)]
-pub struct PlanHistory {
+pub(crate) struct PlanHistory {
     versions: BTreeMap<u64, GlobalIndex>,
 }
 
 impl PlanHistory {
     /// A history that starts with `initial` at epoch 0.
-    pub fn new(initial: GlobalIndex) -> Self {
+    pub(crate) fn new(initial: GlobalIndex) -> Self {
         PlanHistory {
             versions: BTreeMap::from([(0, initial)]),
         }
@@ -34,7 +34,7 @@ impl PlanHistory {
 
     /// Adds the version `update` makes of the latest one. Updates must come
     /// in effective-time order.
-    pub fn install(&mut self, update: &PlanUpdate) -> Result<(), Error> {
+    pub(crate) fn install(&mut self, update: &PlanUpdate) -> Result<(), Error> {
         if update.changes.is_empty() {
             return Ok(());
         }
@@ -57,7 +57,7 @@ impl PlanHistory {
     }
 
     /// The plan that routes epoch `time`.
-    pub fn at(&self, time: u64) -> &GlobalIndex {
+    pub(crate) fn at(&self, time: u64) -> &GlobalIndex {
         self.versions
             .range(..=time)
             .next_back()
@@ -66,7 +66,7 @@ impl PlanHistory {
     }
 
     /// Drops the versions no epoch at or after `time` uses.
-    pub fn forget_before(&mut self, time: u64) {
+    pub(crate) fn forget_before(&mut self, time: u64) {
         if let Some((&keep, _)) = self.versions.range(..=time).next_back() {
             self.versions = self.versions.split_off(&keep);
         }

@@ -21,7 +21,7 @@ use super::stats::PartitionStats;
 
 /// One partition held by a worker.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Partition<S> {
+pub(crate) struct Partition<S> {
     /// Its cells.
     pub rect: CellRect,
     /// Its statistics.
@@ -34,7 +34,7 @@ pub struct Partition<S> {
 
 /// A partition on its way to a new owner.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PartitionPacket<S> {
+pub(crate) struct PartitionPacket<S> {
     /// Its id.
     pub id: PartitionId,
     /// Everything it holds.
@@ -43,7 +43,7 @@ pub struct PartitionPacket<S> {
 
 /// The partitions one worker holds, with its copy of the plan.
 #[derive(Debug, Clone)]
-pub struct Store<S> {
+pub(crate) struct Store<S> {
     me: usize,
     index: GlobalIndex,
     partitions: HashMap<PartitionId, Partition<S>>,
@@ -53,7 +53,7 @@ pub struct Store<S> {
 impl<S: PartitionState> Store<S> {
     /// Worker `me`'s empty partitions under the initial plan `index`; ids it
     /// mints come from `mint`.
-    pub fn new(me: usize, index: GlobalIndex, mint: IdMint) -> Self {
+    pub(crate) fn new(me: usize, index: GlobalIndex, mint: IdMint) -> Self {
         let partitions = index
             .partitions()
             .iter()
@@ -80,12 +80,12 @@ impl<S: PartitionState> Store<S> {
     }
 
     /// The worker holding the partitions.
-    pub fn me(&self) -> usize {
+    pub(crate) fn me(&self) -> usize {
         self.me
     }
 
     /// The partitions held.
-    pub fn partitions(&self) -> &HashMap<PartitionId, Partition<S>> {
+    pub(crate) fn partitions(&self) -> &HashMap<PartitionId, Partition<S>> {
         &self.partitions
     }
 
@@ -142,7 +142,7 @@ impl<S: PartitionState> Store<S> {
 
     /// Ends the round on every partition (Algorithm 2) and returns the two
     /// numbers for the coordinator.
-    pub fn end_round(&mut self, model: &dyn CostModel) -> WorkerLoad {
+    pub(crate) fn end_round(&mut self, model: &dyn CostModel) -> WorkerLoad {
         for partition in self.partitions.values_mut() {
             partition.stats.end_round();
         }
@@ -166,7 +166,13 @@ impl<S: PartitionState> Store<S> {
     /// [`mean_work`](Self::mean_work)) at the end of round `round`;
     /// the parts of a split are split again while that pays, so a partition
     /// reaches its size in one round rather than one halving per update.
-    pub fn plan_refinement(&mut self, model: &dyn CostModel, gain: f64, floor: f64, round: u64) -> Vec<PlanChange> {
+    pub(crate) fn plan_refinement(
+        &mut self,
+        model: &dyn CostModel,
+        gain: f64,
+        floor: f64,
+        round: u64,
+    ) -> Vec<PlanChange> {
         let grid = self.index.grid().clone();
         let Store {
             me, partitions, mint, ..
@@ -210,7 +216,7 @@ impl<S: PartitionState> Store<S> {
     /// Merges of this worker's adjacent partitions (but those in `except`)
     /// whose union is a rectangle: all of them with no `gain`, else those
     /// that add little work above `floor` (see [`cheap_merge`]).
-    pub fn plan_merges(
+    pub(crate) fn plan_merges(
         &mut self,
         model: &dyn CostModel,
         gain: Option<f64>,
@@ -238,7 +244,7 @@ impl<S: PartitionState> Store<S> {
 
     /// This worker's answer to a reduction request (Algorithm 3), as plan
     /// changes moving load to `low_worker`.
-    pub fn propose_reduction(
+    pub(crate) fn propose_reduction(
         &mut self,
         model: &dyn CostModel,
         request: &ReductionRequest,
@@ -281,7 +287,11 @@ impl<S: PartitionState> Store<S> {
     /// Applies a plan update at the end of round `round` (its effective time
     /// is the next epoch): splits and merges the partitions held, then takes
     /// out those the new plan gives to other workers, as packets for them.
-    pub fn apply_update(&mut self, update: &PlanUpdate, round: u64) -> Result<Vec<(usize, PartitionPacket<S>)>, Error> {
+    pub(crate) fn apply_update(
+        &mut self,
+        update: &PlanUpdate,
+        round: u64,
+    ) -> Result<Vec<(usize, PartitionPacket<S>)>, Error> {
         let grid = self.index.grid().clone();
         for change in &update.changes {
             match *change {
@@ -394,7 +404,7 @@ impl<S: PartitionState> Store<S> {
     }
 
     /// Installs a partition moved here.
-    pub fn install(&mut self, packet: PartitionPacket<S>) {
+    pub(crate) fn install(&mut self, packet: PartitionPacket<S>) {
         self.partitions.insert(packet.id, packet.partition);
     }
 }

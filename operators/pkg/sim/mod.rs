@@ -2,6 +2,7 @@
 //! into n workers under every scheme, side by side, with the same routing
 //! code as the pacts.
 
+pub mod greedy;
 pub mod plot;
 pub mod replay;
 pub mod stream;

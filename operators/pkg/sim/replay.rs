@@ -7,8 +7,8 @@ use std::str::FromStr;
 use crate::common::hash::splitmix64;
 use crate::common::Error;
 
+use super::greedy::{offline_greedy, OnlineGreedy};
 use crate::pkg::candidates::two_choices;
-use crate::pkg::greedy::{offline_greedy, OnlineGreedy};
 use crate::pkg::partial_key::less_loaded;
 use crate::pkg::router::{Grouping, Router, Scheme, SchemeRouter};
 

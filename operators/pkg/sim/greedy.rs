@@ -8,17 +8,10 @@ use std::hash::BuildHasherDefault;
 
 use crate::common::hash::StableHasher;
 
-use super::router::{Grouping, Router};
+use crate::pkg::candidates::least_loaded;
+use crate::pkg::{Grouping, Router};
 
 type Table = HashMap<u64, usize, BuildHasherDefault<StableHasher>>;
-
-/// The least loaded of `candidates` (at least one); ties go to the first.
-pub fn least_loaded(candidates: impl IntoIterator<Item = usize>, loads: &[u64]) -> usize {
-    candidates
-        .into_iter()
-        .min_by_key(|&worker| loads[worker])
-        .expect("at least one candidate")
-}
 
 /// On-Greedy: a key's first message picks the least loaded worker (by the
 /// sender's own sends), and all its messages follow.
