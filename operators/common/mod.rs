@@ -1,5 +1,5 @@
 //! Helpers shared by the capabilities: deterministic hashing, errors, busy
-//! work, and the exchange machinery of the pacts; with the `lab` feature (on
+//! work, and the time stash of the operators; with the `lab` feature (on
 //! by default), the experiment harness: timely's cluster flags and start-up,
 //! job driving, gathering results at one worker, latency summaries, key
 //! streams, line readers, reports.
@@ -25,7 +25,6 @@ pub mod median;
 pub mod memory;
 #[cfg(feature = "lab")]
 pub mod program;
-pub(crate) mod scatter;
 pub(crate) mod stash;
 #[cfg(feature = "lab")]
 mod watch;

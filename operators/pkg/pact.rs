@@ -6,14 +6,14 @@ use std::marker::PhantomData;
 use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
-use timely::communication::Push;
-use timely::dataflow::channels::pact::ParallelizationContract;
-use timely::dataflow::channels::Message;
+use timely::communication::{Pull, Push};
+use timely::dataflow::channels::pact::{DistributorPact, LogPuller, LogPusher, ParallelizationContract};
+use timely::dataflow::channels::pushers::exchange::Distributor;
+use timely::dataflow::channels::pushers::Exchange;
+use timely::dataflow::channels::{Message, Stamp};
 use timely::logging::TimelyLogger;
 use timely::progress::Timestamp;
 use timely::worker::Worker;
-
-use crate::common::scatter::{allocate_scatter, LoggedPuller, LoggedPusher, Scatter};
 
 use super::head_aware::HeadAware;
 use super::key::Key;
@@ -150,6 +150,9 @@ impl<G: Grouping, D, F: FnMut(&D) -> u64> Grouped<G, D, F> {
     }
 }
 
+/// A pusher to one worker, logged as timely's own pacts log theirs.
+type LoggedPusher<T, D> = LogPusher<Box<dyn Push<Message<T, Vec<D>>>>>;
+
 impl<T, D, G, F> ParallelizationContract<T, Vec<D>> for Grouped<G, D, F>
 where
     T: Timestamp,
@@ -157,8 +160,8 @@ where
     G: Grouping,
     F: FnMut(&D) -> u64 + 'static,
 {
-    type Pusher = GroupedPusher<T, D, LoggedPusher<T, D>, G::Router, F>;
-    type Puller = LoggedPuller<T, D>;
+    type Pusher = GroupedPusher<T, D, G::Router, F>;
+    type Puller = LogPuller<Box<dyn Pull<Message<T, Vec<D>>>>>;
 
     fn connect(
         self,
@@ -167,45 +170,111 @@ where
         address: Rc<[usize]>,
         logging: Option<TimelyLogger>,
     ) -> (Self::Pusher, Self::Puller) {
-        let (scatter, puller) = allocate_scatter(worker, identifier, address, logging);
-        let peers = scatter.peers();
+        let peers = worker.peers();
         *self.counts.0.borrow_mut() = vec![0; peers];
-        let pusher = GroupedPusher {
-            scatter,
+        let distributor = RoutingDistributor {
             router: self.grouping.router(peers, worker.index()),
             key: self.key,
             cost: self.cost,
-            counts: self.counts,
+            buffers: (0..peers).map(|_| Vec::new()).collect(),
+            sent: vec![0; peers],
+            counts: self.counts.clone(),
+        };
+        // Timely's exchange keeps the stamps, flushes and closes; the
+        // distributor only routes.
+        let (exchange, puller) =
+            DistributorPact(move |_peers| distributor).connect(worker, identifier, address, logging);
+        let pusher = GroupedPusher {
+            exchange,
+            single: (peers == 1).then_some(self.counts),
         };
         (pusher, puller)
     }
 }
 
-/// The sending end of a [`Grouped`] pact: routes each record by the policy,
-/// batching per destination.
-pub struct GroupedPusher<T, D, P, R, F> {
-    scatter: Scatter<T, D, P>,
-    router: R,
-    key: F,
-    cost: Option<CostFn<D>>,
-    counts: SendCounts,
+/// The sending end of a [`Grouped`] pact: timely's exchange pusher, routing
+/// each record by the policy and batching per destination.
+pub struct GroupedPusher<T, D, R, F> {
+    exchange: Exchange<T, LoggedPusher<T, D>, RoutingDistributor<D, R, F>>,
+    // With one worker timely's exchange passes batches through unrouted:
+    // count them here.
+    single: Option<SendCounts>,
 }
 
-impl<T, D, P, R, F> Push<Message<T, Vec<D>>> for GroupedPusher<T, D, P, R, F>
+impl<T, D, R, F> Push<Message<T, Vec<D>>> for GroupedPusher<T, D, R, F>
 where
     T: Eq + Clone,
-    P: Push<Message<T, Vec<D>>>,
     R: Router,
     F: FnMut(&D) -> u64,
 {
     fn push(&mut self, message: &mut Option<Message<T, Vec<D>>>) {
-        let (router, key, cost) = (&mut self.router, &mut self.key, &mut self.cost);
-        self.scatter.push(message, |_, datum| {
-            let weight = cost.as_mut().map_or(1, |cost| cost(datum));
-            router.route(key(datum), weight)
-        });
-        for (count, routed) in self.counts.0.borrow_mut().iter_mut().zip(self.scatter.routed()) {
+        if let (Some(counts), Some(message)) = (&self.single, message.as_ref()) {
+            counts.0.borrow_mut()[0] += message.data.len() as u64;
+        }
+        self.exchange.push(message);
+    }
+}
+
+/// Routes each record of a batch by the policy into per-destination
+/// buffers, and sends a buffer when it fills or the stamp changes.
+struct RoutingDistributor<D, R, F> {
+    router: R,
+    key: F,
+    cost: Option<CostFn<D>>,
+    buffers: Vec<Vec<D>>,
+    sent: Vec<u64>,
+    counts: SendCounts,
+}
+
+impl<D, R: Router, F: FnMut(&D) -> u64> Distributor<Vec<D>> for RoutingDistributor<D, R, F> {
+    fn partition<T: Clone, P: Push<Message<T, Vec<D>>>>(
+        &mut self,
+        container: &mut Vec<D>,
+        stamp: &Stamp<T>,
+        pushers: &mut [P],
+    ) {
+        let capacity = timely::container::buffer::default_capacity::<D>();
+        for datum in container.drain(..) {
+            let weight = self.cost.as_mut().map_or(1, |cost| cost(&datum));
+            let destination = self.router.route((self.key)(&datum), weight);
+            let buffer = &mut self.buffers[destination];
+            if buffer.capacity() == 0 {
+                buffer.reserve(capacity);
+            }
+            buffer.push(datum);
+            if buffer.len() >= capacity {
+                send(buffer, &mut self.sent[destination], stamp, &mut pushers[destination]);
+            }
+        }
+        let routed = self
+            .sent
+            .iter()
+            .zip(&self.buffers)
+            .map(|(sent, buffer)| sent + buffer.len() as u64);
+        for (count, routed) in self.counts.0.borrow_mut().iter_mut().zip(routed) {
             *count = routed;
         }
     }
+
+    fn flush<T: Clone, P: Push<Message<T, Vec<D>>>>(&mut self, stamp: &Stamp<T>, pushers: &mut [P]) {
+        for ((buffer, sent), pusher) in self.buffers.iter_mut().zip(&mut self.sent).zip(pushers) {
+            if !buffer.is_empty() {
+                send(buffer, sent, stamp, pusher);
+            }
+        }
+    }
+}
+
+/// Sends `buffer` at `stamp` and counts its records in `sent`. A pusher may
+/// hand back a used container for reuse (serializing ones do) with its old
+/// records still in it: clear it.
+fn send<T: Clone, D, P: Push<Message<T, Vec<D>>>>(
+    buffer: &mut Vec<D>,
+    sent: &mut u64,
+    stamp: &Stamp<T>,
+    pusher: &mut P,
+) {
+    *sent += buffer.len() as u64;
+    Message::push_at(buffer, stamp.clone(), pusher);
+    buffer.clear();
 }
