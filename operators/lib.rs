@@ -18,12 +18,13 @@
 //! - [`shed`]: load shedding held at a delay target by a PI controller on the
 //!   frontier-measured delay, with identification and pole-placement design,
 //!   against the coarse algorithm.
-//! - [`common`]: deterministic hashing, errors, cluster flags, job driving and
-//!   gathering, workload generators.
+//! - [`common`]: deterministic hashing, errors, busy work; with the `lab`
+//!   feature (on by default), the experiment harness: cluster flags, job
+//!   driving and gathering, workload generators.
 //!
 //! ```
 //! use timely::dataflow::operators::{ToStream, Inspect};
-//! use equipoise::common::hash::key_hash;
+//! use equipoise::pkg::key_hash;
 //! use equipoise::pkg::{PartialKeyGrouping, PkgCount, TopK};
 //!
 //! timely::execute(timely::Config::process(2), |worker| {
@@ -53,6 +54,11 @@ pub struct ReadmeDoctests;
 #[doc = include_str!("../docs/pkg.md")]
 #[cfg(doctest)]
 pub struct PkgDocDoctests;
+
+/// The shedding page's examples, compiled as doctests.
+#[doc = include_str!("../docs/shedding.md")]
+#[cfg(doctest)]
+pub struct ShedDocDoctests;
 
 /// The SWARM page's examples, compiled and run as doctests.
 #[doc = include_str!("../docs/swarm.md")]

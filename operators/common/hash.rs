@@ -77,7 +77,7 @@ impl Hasher for StableHasher {
 /// worker and process.
 ///
 /// ```
-/// use equipoise::common::hash::key_hash;
+/// use equipoise::pkg::key_hash;
 /// assert_eq!(key_hash("apple"), key_hash(&"apple".to_string()));
 /// assert_ne!(key_hash("apple"), key_hash("pear"));
 /// ```

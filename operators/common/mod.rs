@@ -29,4 +29,5 @@ pub(crate) mod stash;
 #[cfg(feature = "lab")]
 mod watch;
 
+pub use busy_work::BusyWork;
 pub use error::Error;

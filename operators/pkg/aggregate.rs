@@ -31,7 +31,7 @@ impl<K: ExchangeData + Hash + Eq + Clone> AggregationKey for K {}
 ///
 /// ```
 /// use timely::dataflow::operators::{ToStream, Inspect};
-/// use equipoise::common::hash::key_hash;
+/// use equipoise::pkg::key_hash;
 /// use equipoise::pkg::{Aggregate, PartialKeyGrouping};
 ///
 /// timely::example(|scope| {
@@ -100,7 +100,7 @@ pub trait PkgCount<'scope, T: Timestamp + TotalOrder, K: AggregationKey> {
     ///
     /// ```
     /// use timely::dataflow::operators::{ToStream, Inspect};
-    /// use equipoise::common::hash::key_hash;
+    /// use equipoise::pkg::key_hash;
     /// use equipoise::pkg::{PartialKeyGrouping, PkgCount};
     ///
     /// timely::example(|scope| {

@@ -3,7 +3,8 @@
 //! sender keeps locally, baselines for honest comparison, and the two-phase
 //! aggregation operators that merge the split results exactly. For streams
 //! whose hottest key outgrows two workers, D-Choices and W-Choices (ICDE
-//! 2016); and the replay simulator that reproduces the papers' results.
+//! 2016); and, with the `lab` feature, the replay simulator that reproduces
+//! the papers' results.
 
 mod aggregate;
 mod candidates;

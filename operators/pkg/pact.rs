@@ -53,7 +53,7 @@ type CostFn<D> = Box<dyn FnMut(&D) -> u64>;
 /// ```
 /// use timely::dataflow::operators::{ToStream, Inspect};
 /// use timely::dataflow::operators::generic::Operator;
-/// use equipoise::common::hash::key_hash;
+/// use equipoise::pkg::key_hash;
 /// use equipoise::pkg::PartialKeyGrouping;
 ///
 /// timely::example(|scope| {
@@ -98,7 +98,7 @@ impl<D, F: FnMut(&D) -> u64> Grouped<HeadAware, D, F> {
     ///
     /// ```
     /// use timely::dataflow::operators::{Inspect, ToStream};
-    /// use equipoise::common::hash::key_hash;
+    /// use equipoise::pkg::key_hash;
     /// use equipoise::pkg::{Grouped, PkgCount};
     ///
     /// timely::example(|scope| {

@@ -32,7 +32,7 @@ pub trait TopK<'scope, T: Timestamp + TotalOrder, K, V> {
     ///
     /// ```
     /// use timely::dataflow::operators::{ToStream, Inspect};
-    /// use equipoise::common::hash::key_hash;
+    /// use equipoise::pkg::key_hash;
     /// use equipoise::pkg::{PartialKeyGrouping, PkgCount, TopK};
     ///
     /// timely::example(|scope| {

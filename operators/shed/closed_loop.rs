@@ -110,7 +110,11 @@ pub struct LoopFigures {
     pub arrived: u64,
     /// Records it dropped.
     pub dropped: u64,
-    /// Admitted records whose time the output has completed.
+    /// Admitted records whose time the output has completed, as the loop
+    /// last saw the output: it looks at each batch of arrivals and ten times
+    /// a period, so this trails the output by up to a tenth of a period
+    /// (read it after stepping that long past the output's completion for
+    /// `arrived = dropped + processed`).
     pub processed: u64,
     /// One row per period.
     pub periods: Vec<LoopPeriod>,

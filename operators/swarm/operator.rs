@@ -183,30 +183,39 @@ pub trait Swarm<'scope, P, Q> {
     /// grid).
     ///
     /// ```
+    /// use std::sync::{Arc, Mutex};
     /// use timely::dataflow::operators::{Input, Inspect};
-    /// use equipoise::swarm::{Grid, Match, Point, Policy, Query, RangeQueries, Rect, Swarm, SwarmConfig};
+    /// use equipoise::swarm::{Grid, Match, Point, Policy, Query, RangeQueries, Rect, Record, Swarm, SwarmConfig};
     ///
-    /// timely::execute(timely::Config::process(2), |worker| {
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let sink = Arc::clone(&seen);
+    /// timely::execute(timely::Config::process(2), move |worker| {
     ///     let grid = Grid::new(Rect::new(-180.0, -90.0, 180.0, 90.0).unwrap(), 32, 16).unwrap();
     ///     let config = SwarmConfig::new(grid);
     ///     let mut input = timely::dataflow::InputHandle::new();
+    ///     let sink = Arc::clone(&sink);
     ///     worker.dataflow::<u64, _, _>(|scope| {
     ///         let (matches, _handles) = scope
     ///             .input_from(&mut input)
     ///             .swarm::<RangeQueries>(&config, Policy::threshold(1.2))
     ///             .unwrap();
-    ///         matches.inspect(|m: &Match| println!("query {} saw point {}", m.query, m.point));
+    ///         // Each match appears at the worker that owns the point's partition.
+    ///         matches.inspect(move |m: &Match| sink.lock().unwrap().push((m.query, m.point)));
     ///     });
     ///     if worker.index() == 0 {
     ///         let europe = Rect::new(-10.0, 35.0, 30.0, 60.0).unwrap();
     ///         input.send(config.query(Query::new(1, europe)).unwrap());
     ///         input.advance_to(1);
-    ///         input.send(config.point(Point::new(7, 2.35, 48.85)).unwrap());
-    ///         input.send(config.point(Point::new(8, -74.0, 40.7)).unwrap());
-    ///         input.send(equipoise::swarm::Record::removal(1));
+    ///         input.send(config.point(Point::new(7, 2.35, 48.85)).unwrap()); // Paris
+    ///         input.send(config.point(Point::new(8, -74.0, 40.7)).unwrap()); // New York
+    ///         // Within an epoch removals come before points: remove it later.
+    ///         input.advance_to(2);
+    ///         input.send(Record::removal(1));
+    ///         input.send(config.point(Point::new(9, 13.4, 52.5)).unwrap()); // Berlin, too late
     ///     }
     /// })
     /// .unwrap();
+    /// assert_eq!(*seen.lock().unwrap(), vec![(1, 7)]);
     /// ```
     #[allow(clippy::type_complexity)]
     fn swarm<S: PartitionState<Point = P, Query = Q>>(
