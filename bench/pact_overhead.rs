@@ -1,5 +1,7 @@
 //! Pact overhead: records/s through the PKG pact vs timely's own `Exchange`,
-//! uniform keys, at 1 and 2 workers, side by side in one run.
+//! uniform keys, at 1 and 2 workers, side by side in one run; and key
+//! grouping through the same pact machinery, which isolates the machinery's
+//! cost from PKG's choice.
 //!
 //! `cargo bench --bench pact_overhead -- [--records N] [--rounds R] [--distinct K]`
 //!
@@ -18,7 +20,7 @@ use std::time::Instant;
 use clap::Parser;
 use equipoise::common::hash::{key_hash, splitmix64};
 use equipoise::common::median::spread;
-use equipoise::pkg::PartialKeyGrouping;
+use equipoise::pkg::{KeyGrouping, PartialKeyGrouping};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, ParallelizationContract};
 use timely::dataflow::operators::generic::Operator;
@@ -48,6 +50,7 @@ struct Args {
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum Pact {
     Exchange,
+    Key,
     Pkg,
 }
 
@@ -110,6 +113,7 @@ fn measure(pact: Pact, setup: Setup, args: &Args) -> f64 {
             let stream = scope.input_from(&mut input);
             let received = match pact {
                 Pact::Exchange => receive(stream, Exchange::new(move |key: &u64| fingerprint.of(key)), receiver),
+                Pact::Key => receive(stream, KeyGrouping::new(move |key: &u64| fingerprint.of(key)), receiver),
                 Pact::Pkg => receive(
                     stream,
                     PartialKeyGrouping::new(move |key: &u64| fingerprint.of(key)),
@@ -186,7 +190,7 @@ fn main() {
     }
     let runs: Vec<(Pact, Setup)> = setups
         .iter()
-        .flat_map(|&setup| [(Pact::Exchange, setup), (Pact::Pkg, setup)])
+        .flat_map(|&setup| [(Pact::Exchange, setup), (Pact::Key, setup), (Pact::Pkg, setup)])
         .collect();
     let mut samples = vec![Vec::new(); runs.len()];
     for round in 0..args.rounds {
@@ -200,23 +204,25 @@ fn main() {
         "pact overhead: {} records per run, keys uniform over {}, {} rounds; Mrec/s median [min, max]",
         args.records, args.distinct, args.rounds
     );
-    println!("| receiver | key function | workers | Exchange | PKG | PKG / Exchange (medians) |");
-    println!("|---|---|---|---|---|---|");
-    for (pair, setup) in setups.iter().enumerate() {
-        let (e_min, e_med, e_max) = spread(std::mem::take(&mut samples[2 * pair]));
-        let (p_min, p_med, p_max) = spread(std::mem::take(&mut samples[2 * pair + 1]));
+    println!(
+        "| receiver | key function | workers | Exchange | PKG | PKG / Exchange (medians) | key grouping | key grouping / Exchange |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for (triple, setup) in setups.iter().enumerate() {
+        let (e_min, e_med, e_max) = spread(std::mem::take(&mut samples[3 * triple]));
+        let (k_min, k_med, k_max) = spread(std::mem::take(&mut samples[3 * triple + 1]));
+        let (p_min, p_med, p_max) = spread(std::mem::take(&mut samples[3 * triple + 2]));
+        let mrec = |(min, med, max): (f64, f64, f64)| format!("{:.0} [{:.0}, {:.0}]", med / 1e6, min / 1e6, max / 1e6);
         println!(
-            "| {} | {} | {} | {:.0} [{:.0}, {:.0}] | {:.0} [{:.0}, {:.0}] | {:.3} |",
+            "| {} | {} | {} | {} | {} | {:.3} | {} | {:.3} |",
             setup.receiver.name(),
             setup.fingerprint.name(),
             setup.workers,
-            e_med / 1e6,
-            e_min / 1e6,
-            e_max / 1e6,
-            p_med / 1e6,
-            p_min / 1e6,
-            p_max / 1e6,
-            p_med / e_med
+            mrec((e_min, e_med, e_max)),
+            mrec((p_min, p_med, p_max)),
+            p_med / e_med,
+            mrec((k_min, k_med, k_max)),
+            k_med / e_med
         );
     }
 }
