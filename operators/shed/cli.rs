@@ -18,7 +18,7 @@ use super::actuator::Actuation;
 use super::controller::PiParams;
 use super::design::{closed_loop_poles, default_poles, design, is_stable, nominal_model, nominal_pi};
 use super::identification::Identification;
-use super::job::{ControllerSpec, CostStep, ShedJob, ShedReport};
+use super::job::{capacity_per_worker, ControllerSpec, CostStep, ShedJob, ShedReport};
 use super::plot::{write_trace_csv, write_trace_svg};
 use super::predictor::Prediction;
 use super::profile::Profile;
@@ -213,7 +213,7 @@ impl RunArgs {
             }
         };
         // Each worker controls its own input into its own queue.
-        let per_worker = 1e6 / c.cost_us.max(1e-3);
+        let per_worker = capacity_per_worker(c.cost_us);
         let model = nominal_model(c.period_ms, per_worker);
         let finite = [params.u, params.g, params.r].iter().all(|v| v.is_finite());
         if finite && !is_stable(&model, &params) {
@@ -263,7 +263,7 @@ impl RunArgs {
             }
             (None, None) => Ok(nominal_pi(
                 c.period_ms,
-                1e6 / c.cost_us.max(1e-3),
+                capacity_per_worker(c.cost_us),
                 default_poles(self.prediction),
             )),
         }

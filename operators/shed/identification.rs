@@ -58,7 +58,7 @@ impl Default for Identification {
 impl Identification {
     /// Nominal capacity of one worker, records/s.
     pub fn capacity_per_worker(&self) -> f64 {
-        1e6 / self.cost_us.max(1e-3)
+        super::job::capacity_per_worker(self.cost_us)
     }
 
     /// Runs the experiment and fits the model (per worker: input records/s

@@ -132,7 +132,7 @@ impl ShedJob {
 
     /// Records per second the workers can process at time `t` (each worker a core).
     pub fn capacity(&self, workers: usize, t: f64) -> f64 {
-        workers as f64 * 1e6 / self.cost_at(t).max(1e-3)
+        workers as f64 * capacity_per_worker(self.cost_at(t))
     }
 
     fn cost_at(&self, t: f64) -> f64 {
@@ -141,6 +141,11 @@ impl ShedJob {
             _ => self.cost_us,
         }
     }
+}
+
+/// Records per second one worker (a core) processes at `cost_us` µs each.
+pub fn capacity_per_worker(cost_us: f64) -> f64 {
+    1e6 / cost_us.max(1e-3)
 }
 
 /// One sampling period, as worker 0 saw it (rates over all workers).
