@@ -1,9 +1,9 @@
 //! Pact overhead: records/s through the PKG pact vs timely's own `Exchange`,
-//! uniform keys, at 1 and 2 workers, side by side in one run; and key
+//! uniform keys, at 1, 2 and 4 workers (`--workers`), side by side in one run; and key
 //! grouping through the same pact machinery, which isolates the machinery's
 //! cost from PKG's choice.
 //!
-//! `cargo bench --bench pact_overhead -- [--records N] [--rounds R] [--distinct K]`
+//! `cargo bench --bench pact_overhead -- [--records N] [--rounds R] [--distinct K] [--workers 1,2,4]`
 //!
 //! Keys are uniform over `--distinct` values. Two key functions, the same for
 //! both pacts: the key itself (the keys are already uniformly random u64s, so
@@ -39,6 +39,9 @@ struct Args {
     /// Rounds (runs of each configuration).
     #[arg(long, default_value_t = 7)]
     rounds: usize,
+    /// Worker counts to run, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4])]
+    workers: Vec<usize>,
     /// Records per epoch.
     #[arg(long, default_value_t = 100_000)]
     batch: u64,
@@ -179,7 +182,7 @@ fn main() {
     let mut setups = Vec::new();
     for receiver in [Receiver::Count, Receiver::CountPerKey] {
         for fingerprint in [Fingerprint::Identity, Fingerprint::Hashed] {
-            for workers in [1, 2] {
+            for &workers in &args.workers {
                 setups.push(Setup {
                     fingerprint,
                     receiver,

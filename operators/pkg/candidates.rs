@@ -5,7 +5,7 @@ use std::hint::select_unpredictable;
 
 use crate::common::hash::splitmix64;
 
-/// Seed of the hash both candidates are drawn from.
+/// Seed of the permutation that orders a head key's further candidates.
 const SEED: u64 = 0x243f_6a88_85a3_08d3;
 
 /// Maps a 64-bit hash onto `0..peers` by its high bits, without the bias of
@@ -15,33 +15,33 @@ fn reduce(hash: u64, peers: usize) -> usize {
     ((u128::from(hash) * peers as u128) >> 64) as usize
 }
 
-/// The seeded, well-mixed hash of a key fingerprint that places the key.
-#[inline]
-fn placement(key: u64) -> u64 {
-    splitmix64(key ^ SEED)
-}
-
-/// The first choice of `key` among `peers` workers: key grouping's worker.
+/// The first choice of `key` among `peers` workers: key grouping's worker,
+/// the one timely's `Exchange` picks for the same hash (its low bits).
 #[inline]
 pub(crate) fn first_choice(key: u64, peers: usize) -> usize {
-    reduce(placement(key), peers)
+    // `peers` is fixed per pact, so this branch is always predicted.
+    if peers.is_power_of_two() {
+        (key & (peers as u64 - 1)) as usize
+    } else {
+        (key % peers as u64) as usize
+    }
 }
 
 /// The two candidates of `key` among `peers` workers.
 ///
-/// The two choices are two independent hash functions of the key: the high
-/// and the low 32 bits of one seeded 64-bit mix, which costs one mix per
-/// record instead of two. The second is drawn among the `peers − 1` workers
-/// other than the first (an offset of 1 to `peers − 1` from it), so the two
-/// always differ when `peers > 1` and the second is uniform over the others,
-/// with no bias toward any neighbour.
+/// `key` is the caller's fingerprint, taken as a well-mixed 64-bit hash
+/// (as `Exchange` takes its hash): the first candidate comes from its low
+/// bits, as `Exchange` picks a worker, the second from its high bits, so
+/// the two are independent without mixing the fingerprint again. The second
+/// is drawn among the `peers − 1` workers other than the first (an offset
+/// of 1 to `peers − 1` from it), so the two always differ when `peers > 1`
+/// and the second is uniform over the others.
 #[inline]
 pub fn two_choices(key: u64, peers: usize) -> [usize; 2] {
-    let hash = placement(key);
-    let first = reduce(hash, peers);
+    let first = first_choice(key, peers);
     // With one worker the offset range is empty: reduce gives 0 and the sum
     // wraps to the first.
-    let second = first + 1 + reduce(hash.rotate_left(32), peers.saturating_sub(1));
+    let second = first + 1 + reduce(key, peers.saturating_sub(1));
     // A select, not a branch: wrapping happens for a data-dependent share of
     // keys, which branch predictors cannot learn.
     let second = select_unpredictable(second >= peers, second.wrapping_sub(peers), second);
@@ -68,7 +68,7 @@ pub(crate) fn choices(key: u64, peers: usize, d: usize, out: &mut Vec<usize>) {
     let at = order.iter().position(|&worker| worker == second).expect("a worker");
     order.swap(1, at);
     // A partial Fisher–Yates shuffle of the rest.
-    let mut state = placement(key).rotate_left(17);
+    let mut state = splitmix64(key ^ SEED);
     for i in 2..d {
         state = splitmix64(state);
         order.swap(i, i + reduce(state, peers - i));

@@ -119,8 +119,10 @@ impl<D, F: FnMut(&D) -> u64> Grouped<HeadAware, D, F> {
 }
 
 impl<G: Grouping + Default, D, F: FnMut(&D) -> u64> Grouped<G, D, F> {
-    /// A pact routing records by the fingerprint `key` returns (see
-    /// [`key_hash`](crate::common::hash::key_hash)); each record costs 1.
+    /// A pact routing records by the fingerprint `key` returns; each record
+    /// costs 1. The fingerprint is taken as a well-mixed 64-bit hash, as
+    /// `Exchange` takes its hash, and not mixed again: use
+    /// [`key_hash`](crate::common::hash::key_hash) for keys without one.
     pub fn new(key: F) -> Self {
         Self::with_grouping(G::default(), key)
     }
@@ -234,18 +236,22 @@ impl<D, R: Router, F: FnMut(&D) -> u64> Distributor<Vec<D>> for RoutingDistribut
         pushers: &mut [P],
     ) {
         let capacity = timely::container::buffer::default_capacity::<D>();
-        for datum in container.drain(..) {
-            let weight = self.cost.as_mut().map_or(1, |cost| cost(&datum));
-            let destination = self.router.route((self.key)(&datum), weight);
-            let buffer = &mut self.buffers[destination];
+        let (key, cost) = (&mut self.key, &mut self.cost);
+        let records = container.drain(..).map(|datum| {
+            let weight = cost.as_mut().map_or(1, |cost| cost(&datum));
+            (key(&datum), weight, datum)
+        });
+        let (buffers, sent) = (&mut self.buffers, &mut self.sent);
+        self.router.route_each(records, |destination, datum| {
+            let buffer = &mut buffers[destination];
             if buffer.capacity() == 0 {
                 buffer.reserve(capacity);
             }
             buffer.push(datum);
             if buffer.len() >= capacity {
-                send(buffer, &mut self.sent[destination], stamp, &mut pushers[destination]);
+                send(buffer, &mut sent[destination], stamp, &mut pushers[destination]);
             }
-        }
+        });
         let routed = self
             .sent
             .iter()

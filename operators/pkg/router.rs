@@ -19,6 +19,20 @@ pub trait Router {
     /// cost (for load estimation) is `cost`; records the send in the load
     /// estimate.
     fn route(&mut self, key: u64, cost: u64) -> usize;
+
+    /// Routes a batch: hands each `(key, cost, item)` of `records` in turn
+    /// to `sink` with its destination, exactly as [`route`](Router::route)
+    /// would route them one by one. Policies override it where keeping their
+    /// state in registers for a whole batch is faster.
+    #[inline]
+    fn route_each<X>(&mut self, records: impl Iterator<Item = (u64, u64, X)>, mut sink: impl FnMut(usize, X))
+    where
+        Self: Sized,
+    {
+        for (key, cost, item) in records {
+            sink(self.route(key, cost), item);
+        }
+    }
 }
 
 /// A routing policy: builds the router of each sending worker.
@@ -134,6 +148,16 @@ impl Router for SchemeRouter {
             SchemeRouter::Potc(router) => router.route(key, cost),
             SchemeRouter::Pkg(router) => router.route(key, cost),
             SchemeRouter::HeadAware(router) => router.route(key, cost),
+        }
+    }
+
+    fn route_each<X>(&mut self, records: impl Iterator<Item = (u64, u64, X)>, sink: impl FnMut(usize, X)) {
+        match self {
+            SchemeRouter::Key(router) => router.route_each(records, sink),
+            SchemeRouter::Shuffle(router) => router.route_each(records, sink),
+            SchemeRouter::Potc(router) => router.route_each(records, sink),
+            SchemeRouter::Pkg(router) => router.route_each(records, sink),
+            SchemeRouter::HeadAware(router) => router.route_each(records, sink),
         }
     }
 }
