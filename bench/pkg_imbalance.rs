@@ -126,12 +126,12 @@ fn dataset(form: &str, messages: usize, seed: u64) -> Result<Dataset, Error> {
                 seed,
             ));
         }
-        [name, ..] if name == "zipf" || name == "lognormal" => form.parse::<KeySpec>()?,
+        [name, ..] if ["zipf", "mandelbrot", "lognormal"].contains(&name) => form.parse::<KeySpec>()?,
         _ => {
             return Err(Error::invalid(
                 "--keys",
                 format!(
-                    "`{form}`: expected zipf:<exponent>:<distinct>, lognormal:<mu>:<sigma>:<distinct>, ln1, ln2 or drift:<exponent>:<distinct>:<phases>"
+                    "`{form}`: expected zipf:<exponent>:<distinct>, mandelbrot:<exponent>:<offset>:<distinct>, lognormal:<mu>:<sigma>:<distinct>, ln1, ln2 or drift:<exponent>:<distinct>:<phases>"
                 ),
             ))
         }

@@ -25,6 +25,17 @@ pub enum KeySpec {
         /// Number of distinct keys.
         distinct: usize,
     },
+    /// `mandelbrot:<exponent>:<offset>:<distinct>`: key of rank r has weight
+    /// 1/(r + offset)^exponent (Zipf–Mandelbrot, the law word frequencies
+    /// follow: the offset flattens the top ranks).
+    Mandelbrot {
+        /// The exponent s.
+        exponent: f64,
+        /// The rank offset q (0 gives Zipf).
+        offset: f64,
+        /// Number of distinct keys.
+        distinct: usize,
+    },
     /// `lognormal:<mu>:<sigma>:<distinct>`: each key's weight is drawn from
     /// LogNormal(mu, sigma) (seeded), as the PKG paper's LN1/LN2 streams.
     LogNormal {
@@ -71,6 +82,17 @@ impl FromStr for KeySpec {
                     distinct: distinct(2)?,
                 })
             }
+            "mandelbrot" if parts.len() == 4 => {
+                let (exponent, offset) = (number(1, "exponent")?, number(2, "offset")?);
+                if exponent < 0.0 || offset < 0.0 {
+                    return Err(bad("the exponent and the offset must not be negative"));
+                }
+                Ok(KeySpec::Mandelbrot {
+                    exponent,
+                    offset,
+                    distinct: distinct(3)?,
+                })
+            }
             "lognormal" if parts.len() == 4 => {
                 let sigma = number(2, "sigma")?;
                 if sigma < 0.0 {
@@ -83,7 +105,7 @@ impl FromStr for KeySpec {
                 })
             }
             _ => Err(bad(
-                "expected zipf:<exponent>:<distinct> or lognormal:<mu>:<sigma>:<distinct>",
+                "expected zipf:<exponent>:<distinct>, mandelbrot:<exponent>:<offset>:<distinct> or lognormal:<mu>:<sigma>:<distinct>",
             )),
         }
     }
@@ -93,6 +115,11 @@ impl fmt::Display for KeySpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             KeySpec::Zipf { exponent, distinct } => write!(f, "zipf:{exponent}:{distinct}"),
+            KeySpec::Mandelbrot {
+                exponent,
+                offset,
+                distinct,
+            } => write!(f, "mandelbrot:{exponent}:{offset}:{distinct}"),
             KeySpec::LogNormal { mu, sigma, distinct } => write!(f, "lognormal:{mu}:{sigma}:{distinct}"),
         }
     }
@@ -112,6 +139,13 @@ impl KeySampler {
     pub fn new(spec: &KeySpec, seed: u64) -> Self {
         let mut weights: Vec<f64> = match *spec {
             KeySpec::Zipf { exponent, distinct } => (1..=distinct).map(|rank| (rank as f64).powf(-exponent)).collect(),
+            KeySpec::Mandelbrot {
+                exponent,
+                offset,
+                distinct,
+            } => (1..=distinct)
+                .map(|rank| (rank as f64 + offset).powf(-exponent))
+                .collect(),
             KeySpec::LogNormal { mu, sigma, distinct } => {
                 let law = LogNormal::new(mu, sigma).expect("sigma validated when parsed");
                 let mut rng = SmallRng::seed_from_u64(splitmix64(seed ^ 0x6c6f_676e_6f72_6d61));
@@ -172,6 +206,14 @@ mod tests {
                 distinct: 100
             }
         );
+        assert_eq!(
+            "mandelbrot:1.1:2.7:500".parse::<KeySpec>().unwrap(),
+            KeySpec::Mandelbrot {
+                exponent: 1.1,
+                offset: 2.7,
+                distinct: 500
+            }
+        );
         assert!(matches!(
             "lognormal:1:2.5:16000".parse::<KeySpec>().unwrap(),
             KeySpec::LogNormal { distinct: 16000, .. }
@@ -182,6 +224,8 @@ mod tests {
             "zipf:1:0",
             "uniform:10",
             "lognormal:1:-1:5",
+            "mandelbrot:1:-2:5",
+            "mandelbrot:1:2",
             "zipf:NaN:4",
             // More keys than any machine's memory holds: refused, not a
             // capacity-overflow panic.
@@ -211,6 +255,27 @@ mod tests {
             assert!(
                 (observed - expected).abs() < 5.0 * expected.sqrt(),
                 "rank {rank}: {observed} vs {expected}"
+            );
+        }
+    }
+
+    #[test]
+    fn mandelbrot_weights_follow_the_law() {
+        let (exponent, offset) = (1.1, 2.7);
+        let sampler = KeySampler::new(
+            &KeySpec::Mandelbrot {
+                exponent,
+                offset,
+                distinct: 1000,
+            },
+            7,
+        );
+        for rank in [1, 9, 999] {
+            let ratio = sampler.probability(rank) / sampler.probability(0);
+            let law = ((1.0 + offset) / (rank as f64 + 1.0 + offset)).powf(exponent);
+            assert!(
+                (ratio - law).abs() < 1e-12 * law.max(1.0),
+                "rank {rank}: {ratio} vs {law}"
             );
         }
     }

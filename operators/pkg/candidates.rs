@@ -76,12 +76,28 @@ pub(crate) fn choices(key: u64, peers: usize, d: usize, out: &mut Vec<usize>) {
     out.extend_from_slice(&order[..d]);
 }
 
-/// The least loaded of `candidates` (at least one); ties go to the first.
-pub(crate) fn least_loaded(candidates: impl IntoIterator<Item = usize>, loads: &[u64]) -> usize {
-    candidates
-        .into_iter()
-        .min_by_key(|&worker| loads[worker])
-        .expect("at least one candidate")
+/// The least loaded of `count` candidates, candidate `i` being worker
+/// `worker(i)` (at least one); ties go to the earliest candidate.
+///
+/// Head keys scan up to every worker per message, so the scan runs four
+/// independent minimums over (load, position) packed into one integer
+/// (exact for any loads) and merges them: no chain of dependent compares.
+#[inline]
+pub(crate) fn least_loaded(count: usize, worker: impl Fn(usize) -> usize, loads: &[u64]) -> usize {
+    assert!(count > 0, "at least one candidate");
+    let rank = |i: usize| (u128::from(loads[worker(i)]) << 64) | i as u128;
+    let mut lanes = [u128::MAX; 4];
+    let whole = count / 4 * 4;
+    for start in (0..whole).step_by(4) {
+        for (lane, best) in lanes.iter_mut().enumerate() {
+            *best = (*best).min(rank(start + lane));
+        }
+    }
+    for i in whole..count {
+        lanes[0] = lanes[0].min(rank(i));
+    }
+    let best = lanes.into_iter().min().expect("four lanes");
+    worker(best as u64 as usize)
 }
 
 #[cfg(test)]
@@ -126,6 +142,28 @@ mod tests {
                         "({a},{b}): {count} vs {expected}"
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn least_loaded_is_the_first_minimum() {
+        let mut state = 1u64;
+        for count in 1..40usize {
+            for round in 0..50 {
+                let loads: Vec<u64> = (0..64)
+                    .map(|_| {
+                        state = splitmix64(state);
+                        // Few distinct loads, so ties are common; some huge.
+                        (state % 4) << (round % 3 * 30)
+                    })
+                    .collect();
+                let candidates: Vec<usize> = (0..count).map(|i| (i * 7 + round) % 64).collect();
+                let expected = *candidates
+                    .iter()
+                    .min_by_key(|&&worker| loads[worker])
+                    .expect("candidates");
+                assert_eq!(least_loaded(count, |i| candidates[i], &loads), expected);
             }
         }
     }

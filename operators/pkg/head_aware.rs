@@ -1,12 +1,15 @@
 //! Heavy-hitter-aware partial key grouping (Nasir et al., "When Two Choices
 //! Are not Enough", ICDE 2016): tail keys as PKG, head keys, found by each
 //! sender's own SpaceSaving sketch, spread wider: over d hashed candidates
-//! (D-Choices) or over every worker (W-Choices).
+//! (D-Choices) or over every worker (W-Choices). Under D-Choices a head key
+//! with more than 1/n of the stream also goes to the least loaded of all
+//! workers: with d candidates only, a worker that is a candidate of no large
+//! head key may never receive its fair share.
 
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
-use crate::common::hash::StableHasher;
+use crate::common::hash::{splitmix64, StableHasher};
 
 use super::candidates::least_loaded;
 use super::candidates::{choices, two_choices};
@@ -27,13 +30,20 @@ pub enum HeadSpread {
 /// Counters of each sender's SpaceSaving sketch by default.
 pub const DEFAULT_SKETCH: usize = 1000;
 
-/// Messages between re-estimates of the head (its share, size and d).
+/// Messages between re-estimates of the head (its keys, share and d).
 const REFRESH: u64 = 1024;
 
-/// Messages between halvings of the sketch: the head is judged on about
-/// the last few times this many messages, so when popularity drifts the
-/// old hot keys fade and the new ones are found.
+/// Messages between halvings of the sketch (at most 100 workers): the head
+/// is judged on about the last two times this many messages, so when
+/// popularity drifts the old hot keys fade and the new ones are found.
 const DECAY: u64 = 1 << 16;
+
+/// The fewest samples a key at the threshold must expect before the sketch
+/// names heads: fewer, and sampling noise alone lifts tail keys above θ.
+const MIN_HEAD_SAMPLES: f64 = 8.0;
+
+/// Messages per sketch update by default (on average).
+pub const DEFAULT_SAMPLING: u32 = 16;
 
 /// The D-Choices or W-Choices policy.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -44,19 +54,25 @@ pub struct HeadAware {
     pub threshold: Option<f64>,
     /// Counters of the sketch.
     pub sketch: usize,
+    /// The sketch counts one message in `sampling`, at random gaps (1:
+    /// every message). Shares are estimated from the sample; a head key
+    /// carries at least 1/(5n) of the stream, so it is sampled often
+    /// whatever the rate.
+    pub sampling: u32,
 }
 
 impl HeadAware {
-    /// D-Choices with the default threshold and sketch.
+    /// D-Choices with the default threshold, sketch and sampling.
     pub fn d_choices() -> Self {
         HeadAware {
             spread: HeadSpread::DChoices,
             threshold: None,
             sketch: DEFAULT_SKETCH,
+            sampling: DEFAULT_SAMPLING,
         }
     }
 
-    /// W-Choices with the default threshold and sketch.
+    /// W-Choices with the default threshold, sketch and sampling.
     pub fn w_choices() -> Self {
         HeadAware {
             spread: HeadSpread::WChoices,
@@ -65,17 +81,33 @@ impl HeadAware {
     }
 }
 
-/// A sender's state: its loads, its sketch, the current d and the
-/// candidates of the head keys it has met.
+/// A head key's candidates (empty when every worker is one)
+/// and the last re-estimate that found it in the head.
+#[derive(Debug, Clone)]
+struct Head {
+    candidates: Vec<usize>,
+    refresh: u64,
+}
+
+/// A sender's state: its loads, its sketch, the current d and the head
+/// keys with their candidates.
 #[derive(Debug, Clone)]
 pub struct HeadAwareRouter {
     spread: HeadSpread,
     threshold: f64,
+    sampling: u32,
     loads: Vec<u64>,
     sketch: SpaceSaving,
+    // Samples at which the sketch is halved.
+    window: u64,
     d: usize,
-    candidates: HashMap<u64, Vec<usize>, BuildHasherDefault<StableHasher>>,
+    heads: HashMap<u64, Head, BuildHasherDefault<StableHasher>>,
     routed: u64,
+    // Messages until the next one the sketch counts, and the generator of
+    // the gaps (random so that no periodic pattern in the stream biases
+    // the sample).
+    until_sample: u32,
+    gaps: u64,
 }
 
 impl HeadAwareRouter {
@@ -92,79 +124,115 @@ impl HeadAwareRouter {
         &self.loads
     }
 
-    /// A key is head when its estimated share exceeds θ; no key is before
-    /// the sender has routed `REFRESH` messages (at first every key's share
-    /// looks large).
-    fn is_head(&self, count: u64) -> bool {
-        self.routed >= REFRESH && count as f64 > self.threshold * self.sketch.seen() as f64
+    /// Whether the sketch has sampled enough to tell heads from the tail.
+    #[inline]
+    fn warm(&self) -> bool {
+        self.threshold * self.sketch.seen() as f64 >= MIN_HEAD_SAMPLES
     }
 
-    /// Re-estimates the head from the sketch and the d it needs.
+    /// Counts `key` in the sketch if it is sampled.
+    #[inline]
+    fn sample(&mut self, key: u64) {
+        self.until_sample -= 1;
+        if self.until_sample == 0 {
+            self.sketch.insert(key);
+            if self.sketch.seen() >= self.window {
+                self.sketch.halve();
+            }
+            // Every message until a key at the threshold can be told from
+            // the tail (the first heads come as soon as without sampling),
+            // then a gap uniform in 1..=2·sampling−1: mean `sampling`.
+            self.gaps = splitmix64(self.gaps);
+            self.until_sample = if self.warm() {
+                1 + (self.gaps % (2 * u64::from(self.sampling) - 1)) as u32
+            } else {
+                1
+            };
+        }
+    }
+
+    /// Re-estimates the head from the sketch: its keys (estimated share
+    /// above θ), their shape, the d it needs and the head keys' candidates.
     fn refresh(&mut self) {
+        let refresh = self.routed / REFRESH;
         let seen = self.sketch.seen().max(1) as f64;
-        let head: Vec<u64> = self
-            .sketch
-            .counters()
-            .into_iter()
-            .map(|counter| counter.count)
-            .filter(|&count| self.is_head(count))
-            .collect();
+        let head = if self.warm() {
+            self.sketch.heavier_than((self.threshold * seen) as u64)
+        } else {
+            Vec::new()
+        };
         let shape = HeadShape {
-            top: head.first().map_or(0.0, |&count| count as f64 / seen),
-            share: head.iter().sum::<u64>() as f64 / seen,
+            top: head.first().map_or(0.0, |counter| counter.count as f64 / seen),
+            share: head.iter().map(|counter| counter.count).sum::<u64>() as f64 / seen,
             keys: head.len(),
         };
-        let d = head_choices(self.loads.len(), shape);
-        // New d, new candidate lists; and keys that stopped being heads (the
-        // stream drifts) must not pile up: the cache never outgrows the sketch.
-        if d != self.d || self.candidates.len() > self.sketch.capacity() {
+        let peers = self.loads.len();
+        let d = head_choices(peers, shape);
+        if d != self.d {
             self.d = d;
-            self.candidates.clear();
+            self.heads.clear();
         }
+        let (spread, d) = (self.spread, self.d);
+        // Whales (more than one worker's share) go to all workers; a key's
+        // share grows after it enters the head, so this is decided anew at
+        // every re-estimate.
+        let whale = seen / peers as f64;
+        for counter in head {
+            let everywhere = spread == HeadSpread::WChoices || counter.count as f64 > whale;
+            let head = self.heads.entry(counter.key).or_insert_with(|| Head {
+                candidates: Vec::new(),
+                refresh,
+            });
+            head.refresh = refresh;
+            if everywhere != head.candidates.is_empty() {
+                head.candidates.clear();
+                if !everywhere {
+                    choices(counter.key, peers, d, &mut head.candidates);
+                }
+            }
+        }
+        // Keys that left the head (the stream drifts) are forgotten.
+        self.heads.retain(|_, head| head.refresh == refresh);
     }
 }
 
 impl Grouping for HeadAware {
     type Router = HeadAwareRouter;
-    fn router(&self, peers: usize, _sender: usize) -> HeadAwareRouter {
+    fn router(&self, peers: usize, sender: usize) -> HeadAwareRouter {
+        let threshold = self.threshold.unwrap_or_else(|| default_threshold(peers));
+        let sampling = self.sampling.max(1);
+        // Halving at `window` samples leaves half of it: one halving per
+        // DECAY messages, unless a key at the threshold would then expect
+        // fewer than MIN_HEAD_SAMPLES (many workers, a low θ).
+        let window = (2 * DECAY / u64::from(sampling)).max((2.0 * MIN_HEAD_SAMPLES / threshold).ceil() as u64);
         HeadAwareRouter {
             spread: self.spread,
-            threshold: self.threshold.unwrap_or_else(|| default_threshold(peers)),
+            threshold,
+            sampling,
             loads: vec![0; peers],
             sketch: SpaceSaving::new(self.sketch),
+            window,
             d: 2.min(peers),
-            candidates: HashMap::default(),
+            heads: HashMap::default(),
             routed: 0,
+            until_sample: 1,
+            gaps: splitmix64(sender as u64),
         }
     }
 }
 
 impl Router for HeadAwareRouter {
+    #[inline]
     fn route(&mut self, key: u64, cost: u64) -> usize {
-        let counter = self.sketch.insert(key);
+        self.sample(key);
         self.routed += 1;
-        if self.routed.is_multiple_of(DECAY) {
-            self.sketch.halve();
-        }
         if self.routed.is_multiple_of(REFRESH) {
             self.refresh();
         }
-        let peers = self.loads.len();
-        let destination = if !self.is_head(counter.count) {
-            less_loaded(two_choices(key, peers), &self.loads).0
-        } else {
-            match self.spread {
-                HeadSpread::WChoices => least_loaded(0..peers, &self.loads),
-                HeadSpread::DChoices => {
-                    let d = self.d;
-                    let candidates = self.candidates.entry(key).or_insert_with(|| {
-                        let mut list = Vec::with_capacity(d);
-                        choices(key, peers, d, &mut list);
-                        list
-                    });
-                    least_loaded(candidates.iter().copied(), &self.loads)
-                }
-            }
+        let destination = match self.heads.get(&key) {
+            None => less_loaded(two_choices(key, self.loads.len()), &self.loads).0,
+            Some(head) if head.candidates.is_empty() => least_loaded(self.loads.len(), |worker| worker, &self.loads),
+            Some(head) => least_loaded(head.candidates.len(), |i| head.candidates[i], &self.loads),
         };
         self.loads[destination] += cost;
         destination
@@ -178,34 +246,40 @@ mod tests {
 
     #[test]
     fn head_keys_spread_wider_tail_keys_stay_on_two() {
-        let peers = 10;
+        let peers = 20;
         for policy in [HeadAware::d_choices(), HeadAware::w_choices()] {
             let mut router = policy.router(peers, 0);
             let mut reached: HashMap<u64, Vec<bool>> = HashMap::new();
-            // Key 0 carries half the stream, keys 1..=500 the rest.
-            for i in 0..100_000u64 {
-                let key = key_hash(&if i % 2 == 0 { 0 } else { 1 + (i / 2) % 500 });
+            // Key 0 carries a fifth of the stream (a whale: more than 1/n),
+            // key 1 4 % (a head key below 1/n), keys 2..=500 the rest.
+            for i in 0..200_000u64 {
+                let key = match i % 50 {
+                    0..10 => 0,
+                    10..12 => 1,
+                    _ => 2 + i % 499,
+                };
+                let key = key_hash(&key);
                 let worker = router.route(key, 1);
                 reached.entry(key).or_insert_with(|| vec![false; peers])[worker] = true;
             }
             let spread = |key: u64| reached[&key_hash(&key)].iter().filter(|&&r| r).count();
-            assert!(spread(0) > 2, "{policy:?}: hot key on {} workers", spread(0));
-            assert!(spread(0) <= router.head_choices(), "{policy:?}");
-            for key in 1..=500 {
-                assert!(spread(key) <= 2, "{policy:?}: tail key {key} on {}", spread(key));
+            // The whale needs a fifth of the workers, and may reach all.
+            assert!(spread(0) >= 4, "{policy:?}: hot key on {} workers", spread(0));
+            match policy.spread {
+                HeadSpread::DChoices => {
+                    let d = router.head_choices();
+                    assert!((2..peers).contains(&d), "d = {d}");
+                    assert!(spread(1) <= d, "head key on {} workers, d = {d}", spread(1));
+                }
+                HeadSpread::WChoices => assert!(spread(1) > 2, "head key on {} workers", spread(1)),
             }
-            // The hot key's half of the stream needs about half the workers.
-            if policy.spread == HeadSpread::DChoices {
-                assert!(
-                    (5..=peers).contains(&router.head_choices()),
-                    "d = {}",
-                    router.head_choices()
-                );
+            for key in 2..=500 {
+                assert!(spread(key) <= 2, "{policy:?}: tail key {key} on {}", spread(key));
             }
             let loads = router.loads();
             let max = *loads.iter().max().unwrap() as f64;
             let mean = loads.iter().sum::<u64>() as f64 / peers as f64;
-            assert!(max / mean < 1.05, "{policy:?}: {loads:?}");
+            assert!(max / mean < 1.01, "{policy:?}: {loads:?}");
         }
     }
 }

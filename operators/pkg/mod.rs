@@ -28,7 +28,7 @@ pub mod wordcount;
 pub use aggregate::{Aggregate, AggregationKey, MergePartials, PkgCount};
 pub use candidates::two_choices;
 pub use differential::PkgCountCollection;
-pub use head_aware::{HeadAware, HeadAwareRouter, HeadSpread, DEFAULT_SKETCH};
+pub use head_aware::{HeadAware, HeadAwareRouter, HeadSpread, DEFAULT_SAMPLING, DEFAULT_SKETCH};
 pub use head_shape::{head_choices, HeadShape};
 pub use key::{Key, KeyRouter};
 pub use pact::{

@@ -3,6 +3,9 @@
 //! so heavy-hitter detection needs no coordination.
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+use crate::common::hash::StableHasher;
 
 /// One monitored key: its counter (at least its true count) and the most
 /// the counter can overstate it by.
@@ -38,7 +41,8 @@ pub struct SpaceSaving {
     /// A binary min-heap on `count`.
     heap: Vec<Counter>,
     /// Where each monitored key sits in `heap`.
-    position: HashMap<u64, usize>,
+    // A cheap deterministic hash: the sketch sits on the routing path.
+    position: HashMap<u64, usize, BuildHasherDefault<StableHasher>>,
     seen: u64,
 }
 
@@ -49,7 +53,7 @@ impl SpaceSaving {
         SpaceSaving {
             capacity,
             heap: Vec::with_capacity(capacity),
-            position: HashMap::with_capacity(capacity),
+            position: HashMap::with_capacity_and_hasher(capacity, Default::default()),
             seen: 0,
         }
     }
@@ -130,6 +134,14 @@ impl SpaceSaving {
         counters
     }
 
+    /// The monitored counters above `count`, largest first: the heavy
+    /// hitters, without sorting the rest.
+    pub fn heavier_than(&self, count: u64) -> Vec<Counter> {
+        let mut counters: Vec<Counter> = self.heap.iter().copied().filter(|c| c.count > count).collect();
+        counters.sort_by(|a, b| b.count.cmp(&a.count).then(a.key.cmp(&b.key)));
+        counters
+    }
+
     fn swap(&mut self, a: usize, b: usize) {
         self.heap.swap(a, b);
         self.position.insert(self.heap[a].key, a);
@@ -200,6 +212,9 @@ mod tests {
             // The counters always sum to the stream length once full.
             let total: u64 = sketch.counters().iter().map(|c| c.count).sum();
             prop_assert_eq!(total, keys.len() as u64);
+            // The heavy hitters are the prefix of the counters above a bound.
+            let above: Vec<Counter> = sketch.counters().into_iter().filter(|c| c.count > bound).collect();
+            prop_assert_eq!(sketch.heavier_than(bound), above);
         }
     }
 

@@ -41,7 +41,7 @@ impl Router for OnlineGreedyRouter {
         let destination = *self
             .table
             .entry(key)
-            .or_insert_with(|| least_loaded(0..loads.len(), loads));
+            .or_insert_with(|| least_loaded(loads.len(), |worker| worker, loads));
         self.loads[destination] += cost;
         destination
     }
@@ -55,7 +55,7 @@ pub fn offline_greedy(frequencies: &HashMap<u64, u64>, peers: usize) -> OfflineG
     let mut loads = vec![0u64; peers.max(1)];
     let mut table = Table::default();
     for (key, count) in keys {
-        let worker = least_loaded(0..loads.len(), &loads);
+        let worker = least_loaded(loads.len(), |worker| worker, &loads);
         loads[worker] += count;
         table.insert(key, worker);
     }

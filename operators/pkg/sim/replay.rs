@@ -146,9 +146,15 @@ pub fn replay(data: &Dataset, scheme: SimScheme, workers: usize, sources: usize,
     let mut loads = vec![0u64; workers];
     let mut series = Vec::new();
     let mut max_imbalance = 0.0f64;
+    // Message i's source under an even split, i mod sources, counted
+    // rather than divided: a division per message would cost more than
+    // some schemes' routing.
+    let mut even_source = 0;
     for (i, &key) in data.keys.iter().enumerate() {
+        let this_even_source = even_source;
+        even_source = if even_source + 1 == sources { 0 } else { even_source + 1 };
         let source = || match split {
-            Split::Even => i % sources,
+            Split::Even => this_even_source,
             Split::Uneven => {
                 let u = (splitmix64(i as u64) >> 11) as f64 / (1u64 << 53) as f64 * total_weight;
                 weights.partition_point(|&bound| bound <= u).min(sources - 1)
