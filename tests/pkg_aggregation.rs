@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use differential_dataflow::input::InputSession;
 use equipoise::common::hash::key_hash;
 use equipoise::pkg::top_of;
-use equipoise::pkg::{Aggregate, PartialKeyGrouping, PkgCount, PkgCountCollection, TopK};
+use equipoise::pkg::{Aggregate, PartialKeyGrouping, PkgCount, PkgCountCollection, Scheme, TopK};
 use proptest::prelude::*;
 use timely::dataflow::operators::vec::Input;
 use timely::dataflow::operators::{Inspect, Probe};
@@ -160,9 +160,10 @@ fn pkg_aggregate_is_exact_per_time() {
     }
 }
 
-/// Differences between `pkg_count` and `count` (should be none), and how many
-/// updates `count` produced (so the comparison is not vacuous).
-fn differential_mismatch(workers: usize, updates: Vec<(u8, u64, isize)>) -> (usize, usize) {
+/// Differences between `pkg_count` (or `pkg_count_with` by `scheme`) and
+/// `count` (should be none), and how many updates `count` produced (so the
+/// comparison is not vacuous).
+fn differential_mismatch(workers: usize, scheme: Option<Scheme>, updates: Vec<(u8, u64, isize)>) -> (usize, usize) {
     let mismatches = Arc::new(Mutex::new(0usize));
     let produced = Arc::new(Mutex::new(0usize));
     let (mismatches2, produced2) = (Arc::clone(&mismatches), Arc::clone(&produced));
@@ -177,8 +178,11 @@ fn differential_mismatch(workers: usize, updates: Vec<(u8, u64, isize)>) -> (usi
                 .clone()
                 .count()
                 .inspect(move |_| *produced.lock().unwrap() += 1);
-            let (probe, _) = collection
-                .pkg_count()
+            let counts = match scheme {
+                None => collection.pkg_count(),
+                Some(scheme) => collection.pkg_count_with(scheme, |key: &u8| key_hash(key)),
+            };
+            let (probe, _) = counts
                 .negate()
                 .concat(expected)
                 .consolidate()
@@ -215,9 +219,11 @@ proptest! {
         let mut updates = updates;
         updates.sort_by_key(|&(_, time, _)| time);
         for workers in 1..=4 {
-            let (mismatches, produced) = differential_mismatch(workers, updates.clone());
-            prop_assert_eq!(mismatches, 0, "{} workers", workers);
-            prop_assert!(produced > 0);
+            for scheme in [None, Some(Scheme::DChoices), Some(Scheme::WChoices)] {
+                let (mismatches, produced) = differential_mismatch(workers, scheme, updates.clone());
+                prop_assert_eq!(mismatches, 0, "{} workers, {:?}", workers, scheme);
+                prop_assert!(produced > 0);
+            }
         }
     }
 }
