@@ -1,4 +1,5 @@
-//! Pact overhead: records/s through the PKG pact vs timely's own `Exchange`,
+//! Pact overhead: records/s through the PKG pact vs timely's own `Exchange`
+//! (and D-Choices and W-Choices against PKG),
 //! uniform keys, at 1, 2 and 4 workers (`--workers`), side by side in one run; and key
 //! grouping through the same pact machinery, which isolates the machinery's
 //! cost from PKG's choice.
@@ -20,7 +21,7 @@ use std::time::Instant;
 use clap::Parser;
 use equipoise::common::hash::{key_hash, splitmix64};
 use equipoise::common::median::spread;
-use equipoise::pkg::{KeyGrouping, PartialKeyGrouping};
+use equipoise::pkg::{Grouped, KeyGrouping, PartialKeyGrouping};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, ParallelizationContract};
 use timely::dataflow::operators::generic::Operator;
@@ -55,6 +56,8 @@ enum Pact {
     Exchange,
     Key,
     Pkg,
+    DChoices,
+    WChoices,
 }
 
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -122,6 +125,16 @@ fn measure(pact: Pact, setup: Setup, args: &Args) -> f64 {
                     PartialKeyGrouping::new(move |key: &u64| fingerprint.of(key)),
                     receiver,
                 ),
+                Pact::DChoices => receive(
+                    stream,
+                    Grouped::d_choices(move |key: &u64| fingerprint.of(key)),
+                    receiver,
+                ),
+                Pact::WChoices => receive(
+                    stream,
+                    Grouped::w_choices(move |key: &u64| fingerprint.of(key)),
+                    receiver,
+                ),
             };
             received.probe().0
         });
@@ -177,6 +190,9 @@ fn receive<'s, P: ParallelizationContract<u64, Vec<u64>>>(
     })
 }
 
+/// The pacts of each setup, in the order of the table's columns.
+const PACTS: [Pact; 5] = [Pact::Exchange, Pact::Key, Pact::Pkg, Pact::DChoices, Pact::WChoices];
+
 fn main() {
     let args = Args::parse();
     let mut setups = Vec::new();
@@ -193,7 +209,7 @@ fn main() {
     }
     let runs: Vec<(Pact, Setup)> = setups
         .iter()
-        .flat_map(|&setup| [(Pact::Exchange, setup), (Pact::Key, setup), (Pact::Pkg, setup)])
+        .flat_map(|&setup| PACTS.map(|pact| (pact, setup)))
         .collect();
     let mut samples = vec![Vec::new(); runs.len()];
     for round in 0..args.rounds {
@@ -208,24 +224,27 @@ fn main() {
         args.records, args.distinct, args.rounds
     );
     println!(
-        "| receiver | key function | workers | Exchange | PKG | PKG / Exchange (medians) | key grouping | key grouping / Exchange |"
+        "| receiver | key function | workers | Exchange | PKG | PKG / Exchange (medians) | key grouping | key grouping / Exchange | D-Choices | D-Choices / PKG | W-Choices | W-Choices / PKG |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
-    for (triple, setup) in setups.iter().enumerate() {
-        let (e_min, e_med, e_max) = spread(std::mem::take(&mut samples[3 * triple]));
-        let (k_min, k_med, k_max) = spread(std::mem::take(&mut samples[3 * triple + 1]));
-        let (p_min, p_med, p_max) = spread(std::mem::take(&mut samples[3 * triple + 2]));
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for (index, setup) in setups.iter().enumerate() {
+        let [exchange, key, pkg, d, w] =
+            std::array::from_fn(|pact| spread(std::mem::take(&mut samples[PACTS.len() * index + pact])));
         let mrec = |(min, med, max): (f64, f64, f64)| format!("{:.0} [{:.0}, {:.0}]", med / 1e6, min / 1e6, max / 1e6);
         println!(
-            "| {} | {} | {} | {} | {} | {:.3} | {} | {:.3} |",
+            "| {} | {} | {} | {} | {} | {:.3} | {} | {:.3} | {} | {:.3} | {} | {:.3} |",
             setup.receiver.name(),
             setup.fingerprint.name(),
             setup.workers,
-            mrec((e_min, e_med, e_max)),
-            mrec((p_min, p_med, p_max)),
-            p_med / e_med,
-            mrec((k_min, k_med, k_max)),
-            k_med / e_med
+            mrec(exchange),
+            mrec(pkg),
+            pkg.1 / exchange.1,
+            mrec(key),
+            key.1 / exchange.1,
+            mrec(d),
+            d.1 / pkg.1,
+            mrec(w),
+            w.1 / pkg.1
         );
     }
 }

@@ -14,7 +14,7 @@ use crate::common::hash::{splitmix64, StableHasher};
 use super::candidates::least_loaded;
 use super::candidates::{choices, two_choices};
 use super::head_shape::{default_threshold, head_choices, HeadShape};
-use super::partial_key::less_loaded;
+use super::partial_key::{less_loaded, PkgRouter};
 use super::router::{Grouping, Router};
 use super::space_saving::SpaceSaving;
 
@@ -124,6 +124,16 @@ impl HeadAwareRouter {
         &self.loads
     }
 
+    /// With two workers or one, every key's two candidates are all the
+    /// workers, so head keys would go where PKG sends them: route as PKG,
+    /// without the sketch.
+    #[inline]
+    fn route_as_pkg(&mut self, key: u64, cost: u64) -> usize {
+        let destination = less_loaded(two_choices(key, self.loads.len()), &self.loads).0;
+        self.loads[destination] += cost;
+        destination
+    }
+
     /// Whether the sketch has sampled enough to tell heads from the tail.
     #[inline]
     fn warm(&self) -> bool {
@@ -224,6 +234,9 @@ impl Grouping for HeadAware {
 impl Router for HeadAwareRouter {
     #[inline]
     fn route(&mut self, key: u64, cost: u64) -> usize {
+        if self.loads.len() <= 2 {
+            return self.route_as_pkg(key, cost);
+        }
         self.sample(key);
         self.routed += 1;
         if self.routed.is_multiple_of(REFRESH) {
@@ -237,12 +250,46 @@ impl Router for HeadAwareRouter {
         self.loads[destination] += cost;
         destination
     }
+
+    fn route_each<X>(&mut self, records: impl Iterator<Item = (u64, u64, X)>, mut sink: impl FnMut(usize, X)) {
+        if self.loads.len() > 2 {
+            return records.for_each(|(key, cost, item)| sink(self.route(key, cost), item));
+        }
+        let mut pkg = PkgRouter::with_loads(std::mem::take(&mut self.loads));
+        pkg.route_each(records, sink);
+        self.loads = pkg.into_loads();
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::common::hash::key_hash;
+
+    #[test]
+    fn batches_route_as_one_by_one_and_two_workers_as_pkg() {
+        use crate::pkg::partial_key::Pkg;
+        for peers in 1..=4 {
+            for policy in [HeadAware::d_choices(), HeadAware::w_choices()] {
+                let (mut one, mut batched, mut pkg) =
+                    (policy.router(peers, 0), policy.router(peers, 0), Pkg.router(peers, 0));
+                // A hot key (a third of the stream) among 300 others.
+                let keys: Vec<u64> = (0..50_000u64)
+                    .map(|i| key_hash(&if i % 3 == 0 { 0 } else { splitmix64(i) % 300 }))
+                    .collect();
+                let expected: Vec<usize> = keys.iter().map(|&key| one.route(key, 1)).collect();
+                let mut routed = Vec::new();
+                for batch in keys.chunks(777) {
+                    batched.route_each(batch.iter().map(|&key| (key, 1, ())), |worker, ()| routed.push(worker));
+                }
+                assert_eq!(routed, expected, "{policy:?} at {peers}");
+                if peers <= 2 {
+                    let as_pkg: Vec<usize> = keys.iter().map(|&key| pkg.route(key, 1)).collect();
+                    assert_eq!(expected, as_pkg, "{policy:?} at {peers}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn head_keys_spread_wider_tail_keys_stay_on_two() {

@@ -21,6 +21,16 @@ impl PkgRouter {
     pub fn loads(&self) -> &[u64] {
         &self.loads
     }
+
+    /// A router that has sent `loads` so far.
+    pub(crate) fn with_loads(loads: Vec<u64>) -> Self {
+        PkgRouter { loads }
+    }
+
+    /// Its loads, given back.
+    pub(crate) fn into_loads(self) -> Vec<u64> {
+        self.loads
+    }
 }
 
 /// The less loaded of `candidates` by `loads`, with its load; ties go to the
