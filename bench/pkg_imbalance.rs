@@ -55,6 +55,10 @@ struct Args {
     /// Seed of the generated streams.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Salt hashed into every key's fingerprint (0: none): each salt is
+    /// another draw of the hash functions, on the same stream.
+    #[arg(long, default_value_t = 0)]
+    salt: u64,
     /// JSON report: {"rows": [...]}.
     #[arg(long)]
     report: Option<PathBuf>,
@@ -177,6 +181,9 @@ fn run(args: Args) -> Result<(), Error> {
     };
     for form in &forms {
         datasets.push(dataset(form, args.messages, args.seed)?);
+    }
+    if args.salt != 0 {
+        datasets.iter_mut().for_each(|data| data.salt(args.salt));
     }
     let split = match args.split {
         Split::Even => "even",

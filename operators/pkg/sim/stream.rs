@@ -50,6 +50,12 @@ impl Dataset {
         }
     }
 
+    /// Hashes `salt` into every fingerprint: the same stream under another
+    /// draw of the hash functions that place keys.
+    pub fn salt(&mut self, salt: u64) {
+        self.keys.iter_mut().for_each(|key| *key = key_hash(&(*key, salt)));
+    }
+
     /// Zipf(`exponent`, `distinct`) whose popularity drifts: every
     /// `messages / phases` messages the ranks are dealt to new keys, so the
     /// hot keys change.
