@@ -7,7 +7,7 @@
 //! `cargo bench --bench pact_overhead -- [--records N] [--rounds R] [--distinct K] [--workers 1,2,4]`
 //!
 //! Keys are uniform over `--distinct` values. Two key functions, the same for
-//! both pacts: the key itself (the keys are already uniformly random u64s, so
+//! every pact: the key itself (the keys are already uniformly random u64s, so
 //! this is the cheapest valid fingerprint) and `key_hash` of the key (what a
 //! program with arbitrary keys writes). Two receivers: one that only counts
 //! records (the pact is all the work) and one that counts per key in a

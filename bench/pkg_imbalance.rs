@@ -2,9 +2,10 @@
 //! at several worker counts, side by side, with the pacts' routing code.
 //!
 //! `cargo run --release --bench pkg_imbalance -- [--keys <form> ... | --input FILE | --weights FILE --messages M]
-//!  --workers 5,10,50,100 --sources S[,S...] [--split even|uneven] [--schemes a,b,..] --report PATH [--plot SVG]`
+//!  --workers 5,10,50,100 --sources S[,S...] [--split even|uneven] [--schemes a,b,..] [--salt S] --report PATH [--plot SVG]`
 //!
-//! Key forms: `zipf:<exponent>:<distinct>`, `lognormal:<mu>:<sigma>:<distinct>`,
+//! Key forms: `zipf:<exponent>:<distinct>`, `mandelbrot:<exponent>:<offset>:<distinct>`,
+//! `lognormal:<mu>:<sigma>:<distinct>`,
 //! `ln1` and `ln2` (log-normal weights like the paper's datasets: μ = 1.789,
 //! 16,000 keys, σ set so p1 = 14.7 %; μ = 2.245, 1,100 keys, p1 = 7 %), `drift:<exponent>:<distinct>:<phases>`
 //! (Zipf whose hot keys change `phases` times). Without a dataset: ln1, ln2,

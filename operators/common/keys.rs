@@ -143,8 +143,10 @@ impl KeySampler {
                 exponent,
                 offset,
                 distinct,
+                // Relative to the first rank, so that steep laws do not
+                // underflow to all-zero weights.
             } => (1..=distinct)
-                .map(|rank| (rank as f64 + offset).powf(-exponent))
+                .map(|rank| ((1.0 + offset) / (rank as f64 + offset)).powf(exponent))
                 .collect(),
             KeySpec::LogNormal { mu, sigma, distinct } => {
                 let law = LogNormal::new(mu, sigma).expect("sigma validated when parsed");

@@ -1,5 +1,6 @@
-//! The candidate workers of a key: independent seeded hashes of its
-//! fingerprint, identical on every worker and process.
+//! The candidate workers of a key: independent parts of its fingerprint
+//! (and, beyond two, a permutation seeded by it), identical on every worker
+//! and process.
 
 use std::hint::select_unpredictable;
 
@@ -16,22 +17,25 @@ fn reduce(hash: u64, peers: usize) -> usize {
 }
 
 /// The first choice of `key` among `peers` workers: key grouping's worker,
-/// the one timely's `Exchange` picks for the same hash (its low bits).
+/// the one timely's `Exchange` picks for the same hash (its low bits when
+/// `peers` is a power of two, else the hash modulo `peers`).
 #[inline]
 pub(crate) fn first_choice(key: u64, peers: usize) -> usize {
     // `peers` is fixed per pact, so this branch is always predicted.
     if peers.is_power_of_two() {
         (key & (peers as u64 - 1)) as usize
     } else {
-        (key % peers as u64) as usize
+        // (0 workers: worker 0, rather than a division by zero.)
+        (key % peers.max(1) as u64) as usize
     }
 }
 
 /// The two candidates of `key` among `peers` workers.
 ///
 /// `key` is the caller's fingerprint, taken as a well-mixed 64-bit hash
-/// (as `Exchange` takes its hash): the first candidate comes from its low
-/// bits, as `Exchange` picks a worker, the second from its high bits, so
+/// (as `Exchange` takes its hash): the first candidate is the worker
+/// `Exchange` picks (see `first_choice`), the second comes from its high
+/// bits, so
 /// the two are independent without mixing the fingerprint again. The second
 /// is drawn among the `peers − 1` workers other than the first (an offset
 /// of 1 to `peers − 1` from it), so the two always differ when `peers > 1`

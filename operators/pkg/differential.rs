@@ -13,8 +13,8 @@ use super::pact::Grouped;
 use super::partial_key::Pkg;
 use super::router::Grouping;
 
-/// Counting a collection with each key's updates spread over two (or d)
-/// workers before they are counted.
+/// Counting a collection with each key's updates spread over several
+/// workers (two under PKG) before they are counted.
 pub trait PkgCountCollection<'scope, T: Timestamp, K, R> {
     /// The same collection as differential's `count()`: each key with its
     /// accumulated multiplicity, retractions included, at every time.

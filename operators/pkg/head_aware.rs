@@ -54,10 +54,9 @@ pub struct HeadAware {
     pub threshold: Option<f64>,
     /// Counters of the sketch.
     pub sketch: usize,
-    /// The sketch counts one message in `sampling`, at random gaps (1:
-    /// every message). Shares are estimated from the sample; a head key
-    /// carries at least 1/(5n) of the stream, so it is sampled often
-    /// whatever the rate.
+    /// The sketch counts one message in `sampling` (1 to 65 536), at random
+    /// gaps (1: every message). Shares are estimated from the sample; a head
+    /// key carries at least θ of the stream, so it is sampled often.
     pub sampling: u32,
 }
 
@@ -98,8 +97,10 @@ pub struct HeadAwareRouter {
     sampling: u32,
     loads: Vec<u64>,
     sketch: SpaceSaving,
-    // Samples at which the sketch is halved.
+    // Samples at which the sketch is halved, and the fewest at which it
+    // names heads (a key at the threshold then expects MIN_HEAD_SAMPLES).
     window: u64,
+    warm_at: u64,
     d: usize,
     heads: HashMap<u64, Head, BuildHasherDefault<StableHasher>>,
     routed: u64,
@@ -111,7 +112,8 @@ pub struct HeadAwareRouter {
 }
 
 impl HeadAwareRouter {
-    /// The number of choices head keys get now.
+    /// The number of choices head keys get now (under D-Choices, d; keys
+    /// with more than 1/n of the stream get every worker).
     pub fn head_choices(&self) -> usize {
         match self.spread {
             HeadSpread::DChoices => self.d,
@@ -124,9 +126,9 @@ impl HeadAwareRouter {
         &self.loads
     }
 
-    /// With two workers or one, every key's two candidates are all the
-    /// workers, so head keys would go where PKG sends them: route as PKG,
-    /// without the sketch.
+    /// Routes as PKG: tail keys always; every key with two workers or one,
+    /// whose two candidates are then all the workers (so head keys would go
+    /// where PKG sends them), without the sketch.
     #[inline]
     fn route_as_pkg(&mut self, key: u64, cost: u64) -> usize {
         let destination = less_loaded(two_choices(key, self.loads.len()), &self.loads).0;
@@ -137,7 +139,7 @@ impl HeadAwareRouter {
     /// Whether the sketch has sampled enough to tell heads from the tail.
     #[inline]
     fn warm(&self) -> bool {
-        self.threshold * self.sketch.seen() as f64 >= MIN_HEAD_SAMPLES
+        self.sketch.seen() >= self.warm_at
     }
 
     /// Counts `key` in the sketch if it is sampled.
@@ -210,11 +212,13 @@ impl Grouping for HeadAware {
     type Router = HeadAwareRouter;
     fn router(&self, peers: usize, sender: usize) -> HeadAwareRouter {
         let threshold = self.threshold.unwrap_or_else(|| default_threshold(peers));
-        let sampling = self.sampling.max(1);
+        // Gaps are drawn below 2·sampling in a u32.
+        let sampling = self.sampling.clamp(1, 1 << 16);
+        let warm_at = (MIN_HEAD_SAMPLES / threshold).ceil().min(u64::MAX as f64 / 4.0) as u64;
         // Halving at `window` samples leaves half of it: one halving per
         // DECAY messages, unless a key at the threshold would then expect
         // fewer than MIN_HEAD_SAMPLES (many workers, a low θ).
-        let window = (2 * DECAY / u64::from(sampling)).max((2.0 * MIN_HEAD_SAMPLES / threshold).ceil() as u64);
+        let window = (2 * DECAY / u64::from(sampling)).max(2 * warm_at);
         HeadAwareRouter {
             spread: self.spread,
             threshold,
@@ -222,6 +226,7 @@ impl Grouping for HeadAware {
             loads: vec![0; peers],
             sketch: SpaceSaving::new(self.sketch),
             window,
+            warm_at,
             d: 2.min(peers),
             heads: HashMap::default(),
             routed: 0,
@@ -243,7 +248,7 @@ impl Router for HeadAwareRouter {
             self.refresh();
         }
         let destination = match self.heads.get(&key) {
-            None => less_loaded(two_choices(key, self.loads.len()), &self.loads).0,
+            None => return self.route_as_pkg(key, cost),
             Some(head) if head.candidates.is_empty() => least_loaded(self.loads.len(), |worker| worker, &self.loads),
             Some(head) => least_loaded(head.candidates.len(), |i| head.candidates[i], &self.loads),
         };

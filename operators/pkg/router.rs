@@ -128,7 +128,8 @@ pub enum SchemeRouter {
 
 impl SchemeRouter {
     /// The most workers one key can reach through this router among
-    /// `peers` now (for D-Choices, a head key's current d).
+    /// `peers` now; for D-Choices, a head key's current d (a key with more
+    /// than 1/n of the stream may reach every worker).
     pub fn key_spread(&self, peers: usize) -> usize {
         match self {
             SchemeRouter::Key(_) | SchemeRouter::Potc(_) => 1.min(peers),

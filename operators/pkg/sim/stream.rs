@@ -51,9 +51,10 @@ impl Dataset {
     }
 
     /// Hashes `salt` into every fingerprint: the same stream under another
-    /// draw of the hash functions that place keys.
+    /// draw of the hash functions that place keys (the name says which).
     pub fn salt(&mut self, salt: u64) {
         self.keys.iter_mut().for_each(|key| *key = key_hash(&(*key, salt)));
+        self.name = format!("{} salt {salt}", self.name);
     }
 
     /// Zipf(`exponent`, `distinct`) whose popularity drifts: every
