@@ -11,8 +11,7 @@ use std::hash::BuildHasherDefault;
 
 use crate::common::hash::{splitmix64, StableHasher};
 
-use super::candidates::least_loaded;
-use super::candidates::{choices, two_choices};
+use super::candidates::{choices, least_loaded, two_choices, LeastLoaded};
 use super::head_shape::{default_threshold, head_choices, HeadShape};
 use super::partial_key::{less_loaded, PkgRouter};
 use super::router::{Grouping, Router};
@@ -96,6 +95,8 @@ pub struct HeadAwareRouter {
     threshold: f64,
     sampling: u32,
     loads: Vec<u64>,
+    // Where head keys that may go anywhere go.
+    everywhere: LeastLoaded,
     sketch: SpaceSaving,
     // Samples at which the sketch is halved, and the fewest at which it
     // names heads (a key at the threshold then expects MIN_HEAD_SAMPLES).
@@ -224,6 +225,7 @@ impl Grouping for HeadAware {
             threshold,
             sampling,
             loads: vec![0; peers],
+            everywhere: LeastLoaded::default(),
             sketch: SpaceSaving::new(self.sketch),
             window,
             warm_at,
@@ -249,7 +251,7 @@ impl Router for HeadAwareRouter {
         }
         let destination = match self.heads.get(&key) {
             None => return self.route_as_pkg(key, cost),
-            Some(head) if head.candidates.is_empty() => least_loaded(self.loads.len(), |worker| worker, &self.loads),
+            Some(head) if head.candidates.is_empty() => self.everywhere.find(&self.loads),
             Some(head) => least_loaded(head.candidates.len(), |i| head.candidates[i], &self.loads),
         };
         self.loads[destination] += cost;
