@@ -11,9 +11,9 @@ use std::hash::BuildHasherDefault;
 
 use crate::common::hash::{splitmix64, StableHasher};
 
-use super::candidates::{choices, least_loaded, two_choices, LeastLoaded};
+use super::candidates::{choices, least_loaded, LeastLoaded};
 use super::head_shape::{default_threshold, head_choices, HeadShape};
-use super::partial_key::{less_loaded, PkgRouter};
+use super::partial_key::{Pkg, PkgRouter};
 use super::router::{Grouping, Router};
 use super::space_saving::SpaceSaving;
 
@@ -94,7 +94,9 @@ pub struct HeadAwareRouter {
     spread: HeadSpread,
     threshold: f64,
     sampling: u32,
-    loads: Vec<u64>,
+    // Tail keys (every key at two workers or fewer) are routed by PKG,
+    // whose loads are the sender's loads.
+    tail: PkgRouter,
     // Where head keys that may go anywhere go.
     everywhere: LeastLoaded,
     sketch: SpaceSaving,
@@ -118,23 +120,13 @@ impl HeadAwareRouter {
     pub fn head_choices(&self) -> usize {
         match self.spread {
             HeadSpread::DChoices => self.d,
-            HeadSpread::WChoices => self.loads.len(),
+            HeadSpread::WChoices => self.tail.loads.len(),
         }
     }
 
     /// The load this sender has sent to each worker.
     pub fn loads(&self) -> &[u64] {
-        &self.loads
-    }
-
-    /// Routes as PKG: tail keys always; every key with two workers or one,
-    /// whose two candidates are then all the workers (so head keys would go
-    /// where PKG sends them), without the sketch.
-    #[inline]
-    fn route_as_pkg(&mut self, key: u64, cost: u64) -> usize {
-        let destination = less_loaded(two_choices(key, self.loads.len()), &self.loads).0;
-        self.loads[destination] += cost;
-        destination
+        self.tail.loads()
     }
 
     /// Whether the sketch has sampled enough to tell heads from the tail.
@@ -179,7 +171,7 @@ impl HeadAwareRouter {
             share: head.iter().map(|counter| counter.count).sum::<u64>() as f64 / seen,
             keys: head.len(),
         };
-        let peers = self.loads.len();
+        let peers = self.tail.loads.len();
         let d = head_choices(peers, shape);
         if d != self.d {
             self.d = d;
@@ -224,7 +216,7 @@ impl Grouping for HeadAware {
             spread: self.spread,
             threshold,
             sampling,
-            loads: vec![0; peers],
+            tail: Pkg.router(peers, sender),
             everywhere: LeastLoaded::default(),
             sketch: SpaceSaving::new(self.sketch),
             window,
@@ -241,8 +233,11 @@ impl Grouping for HeadAware {
 impl Router for HeadAwareRouter {
     #[inline]
     fn route(&mut self, key: u64, cost: u64) -> usize {
-        if self.loads.len() <= 2 {
-            return self.route_as_pkg(key, cost);
+        // With two workers or one, every key's two candidates are all the
+        // workers, so head keys would go where PKG sends them: PKG, without
+        // the sketch.
+        if self.tail.loads.len() <= 2 {
+            return self.tail.route(key, cost);
         }
         self.sample(key);
         self.routed += 1;
@@ -250,21 +245,19 @@ impl Router for HeadAwareRouter {
             self.refresh();
         }
         let destination = match self.heads.get(&key) {
-            None => return self.route_as_pkg(key, cost),
-            Some(head) if head.candidates.is_empty() => self.everywhere.find(&self.loads),
-            Some(head) => least_loaded(head.candidates.len(), |i| head.candidates[i], &self.loads),
+            None => return self.tail.route(key, cost),
+            Some(head) if head.candidates.is_empty() => self.everywhere.find(&self.tail.loads),
+            Some(head) => least_loaded(head.candidates.len(), |i| head.candidates[i], &self.tail.loads),
         };
-        self.loads[destination] += cost;
+        self.tail.loads[destination] += cost;
         destination
     }
 
     fn route_each<X>(&mut self, records: impl Iterator<Item = (u64, u64, X)>, mut sink: impl FnMut(usize, X)) {
-        if self.loads.len() > 2 {
+        if self.tail.loads.len() > 2 {
             return records.for_each(|(key, cost, item)| sink(self.route(key, cost), item));
         }
-        let mut pkg = PkgRouter::with_loads(std::mem::take(&mut self.loads));
-        pkg.route_each(records, sink);
-        self.loads = pkg.into_loads();
+        self.tail.route_each(records, sink);
     }
 }
 
@@ -275,7 +268,6 @@ mod tests {
 
     #[test]
     fn batches_route_as_one_by_one_and_two_workers_as_pkg() {
-        use crate::pkg::partial_key::Pkg;
         for peers in 1..=4 {
             for policy in [HeadAware::d_choices(), HeadAware::w_choices()] {
                 let (mut one, mut batched, mut pkg) =

@@ -13,23 +13,14 @@ pub struct Pkg;
 /// A sender's PKG state: the load it has sent to each worker.
 #[derive(Debug, Clone)]
 pub struct PkgRouter {
-    loads: Vec<u64>,
+    // Also D-/W-Choices' loads, which route their tail through this router.
+    pub(crate) loads: Vec<u64>,
 }
 
 impl PkgRouter {
     /// The load this sender has sent to each worker so far.
     pub fn loads(&self) -> &[u64] {
         &self.loads
-    }
-
-    /// A router that has sent `loads` so far.
-    pub(crate) fn with_loads(loads: Vec<u64>) -> Self {
-        PkgRouter { loads }
-    }
-
-    /// Its loads, given back.
-    pub(crate) fn into_loads(self) -> Vec<u64> {
-        self.loads
     }
 }
 
