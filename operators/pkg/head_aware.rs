@@ -6,12 +6,10 @@
 //! workers: with d candidates only, a worker that is a candidate of no large
 //! head key may never receive its fair share.
 
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
-
-use crate::common::hash::{splitmix64, StableHasher};
+use crate::common::hash::splitmix64;
 
 use super::candidates::{choices, least_loaded, LeastLoaded};
+use super::head_index::HeadIndex;
 use super::head_shape::{default_threshold, head_choices, HeadShape};
 use super::partial_key::{Pkg, PkgRouter};
 use super::router::{Grouping, Router};
@@ -79,13 +77,18 @@ impl HeadAware {
     }
 }
 
-/// A head key's candidates (empty when every worker is one)
-/// and the last re-estimate that found it in the head.
+/// A head key, its candidates (empty when every worker is one) and the
+/// last re-estimate that found it in the head.
 #[derive(Debug, Clone)]
 struct Head {
+    key: u64,
     candidates: Vec<usize>,
     refresh: u64,
 }
+
+/// Marks, in the index, a head key that may go to any worker (the rest of
+/// a value is the key's place in the head list).
+const ANYWHERE: u32 = 1 << 31;
 
 /// A sender's state: its loads, its sketch, the current d and the head
 /// keys with their candidates.
@@ -105,7 +108,10 @@ pub struct HeadAwareRouter {
     window: u64,
     warm_at: u64,
     d: usize,
-    heads: HashMap<u64, Head, BuildHasherDefault<StableHasher>>,
+    heads: Vec<Head>,
+    // Each head key's place in `heads`, with ANYWHERE set when it may go
+    // to any worker: the only lookup most messages make.
+    index: HeadIndex,
     routed: u64,
     // Messages until the next one the sketch counts, and the generator of
     // the gaps (random so that no periodic pattern in the stream biases
@@ -176,20 +182,32 @@ impl HeadAwareRouter {
         if d != self.d {
             self.d = d;
             self.heads.clear();
+            self.reindex();
         }
         let (spread, d) = (self.spread, self.d);
+        let mut changed = false;
         // Whales (more than one worker's share) go to all workers; a key's
         // share grows after it enters the head, so this is decided anew at
         // every re-estimate.
         let whale = seen / peers as f64;
         for counter in head {
             let everywhere = spread == HeadSpread::WChoices || counter.count as f64 > whale;
-            let head = self.heads.entry(counter.key).or_insert_with(|| Head {
-                candidates: Vec::new(),
-                refresh,
-            });
+            let place = match self.index.get(counter.key) {
+                Some(value) => (value & !ANYWHERE) as usize,
+                None => {
+                    changed = true;
+                    self.heads.push(Head {
+                        key: counter.key,
+                        candidates: Vec::new(),
+                        refresh,
+                    });
+                    self.heads.len() - 1
+                }
+            };
+            let head = &mut self.heads[place];
             head.refresh = refresh;
             if everywhere != head.candidates.is_empty() {
+                changed = true;
                 head.candidates.clear();
                 if !everywhere {
                     choices(counter.key, peers, d, &mut head.candidates);
@@ -197,7 +215,18 @@ impl HeadAwareRouter {
             }
         }
         // Keys that left the head (the stream drifts) are forgotten.
-        self.heads.retain(|_, head| head.refresh == refresh);
+        let before = self.heads.len();
+        self.heads.retain(|head| head.refresh == refresh);
+        if changed || self.heads.len() != before {
+            self.reindex();
+        }
+    }
+
+    fn reindex(&mut self) {
+        self.index.rebuild(self.heads.iter().enumerate().map(|(place, head)| {
+            let anywhere = if head.candidates.is_empty() { ANYWHERE } else { 0 };
+            (head.key, place as u32 | anywhere)
+        }));
     }
 }
 
@@ -222,7 +251,8 @@ impl Grouping for HeadAware {
             window,
             warm_at,
             d: 2.min(peers),
-            heads: HashMap::default(),
+            heads: Vec::new(),
+            index: HeadIndex::default(),
             routed: 0,
             until_sample: 1,
             gaps: splitmix64(sender as u64),
@@ -244,10 +274,13 @@ impl Router for HeadAwareRouter {
         if self.routed.is_multiple_of(REFRESH) {
             self.refresh();
         }
-        let destination = match self.heads.get(&key) {
+        let destination = match self.index.get(key) {
             None => return self.tail.route(key, cost),
-            Some(head) if head.candidates.is_empty() => self.everywhere.find(&self.tail.loads),
-            Some(head) => least_loaded(head.candidates.len(), |i| head.candidates[i], &self.tail.loads),
+            Some(value) if value & ANYWHERE != 0 => self.everywhere.find(&self.tail.loads),
+            Some(place) => {
+                let candidates = &self.heads[place as usize].candidates;
+                least_loaded(candidates.len(), |i| candidates[i], &self.tail.loads)
+            }
         };
         self.tail.loads[destination] += cost;
         destination
@@ -263,6 +296,8 @@ impl Router for HeadAwareRouter {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
     use super::*;
     use crate::common::hash::key_hash;
 

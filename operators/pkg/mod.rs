@@ -10,6 +10,7 @@ mod aggregate;
 mod candidates;
 mod differential;
 mod head_aware;
+mod head_index;
 mod head_shape;
 mod key;
 mod pact;
