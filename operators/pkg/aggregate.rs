@@ -207,9 +207,16 @@ where
             self,
             move |a, b| merge(a, b),
             move |merge, key, merged| {
-                let total = totals.entry(key.clone()).or_default();
-                merge(total, merged);
-                total.clone()
+                // Most keys already have a total: clone the key only for a
+                // new one (the entry API would clone it every time).
+                if let Some(total) = totals.get_mut(key) {
+                    merge(total, merged);
+                    return total.clone();
+                }
+                let mut total = A::default();
+                merge(&mut total, merged);
+                totals.insert(key.clone(), total.clone());
+                total
             },
         )
     }

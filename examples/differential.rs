@@ -1,0 +1,198 @@
+//! Counting a skewed differential collection over a sliding window: each
+//! epoch inserts a batch of keys and retracts the batch inserted `--window`
+//! epochs before. Without `--grouping` it counts with differential's own
+//! `count()`; with one, with `pkg_count_with(grouping, key_hash)`, which
+//! first spreads each key's updates over the workers the grouping picks.
+//!
+//! ```text
+//! cargo run --release --example differential -- --grouping pkg --keys zipf:1.2:100000 \
+//!     --epochs 20 --inserts 200000 --window 3 -w 2 --report pkg.json
+//! ```
+//!
+//! Several processes: give each the same flags plus `-n`, `-p` and
+//! `--hostfile`. The counts digest is the same for every grouping, worker
+//! count and process count.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::Parser;
+use differential_dataflow::input::Input;
+use equipoise::common::cluster::ClusterArgs;
+use equipoise::common::driver::run_gathered;
+use equipoise::common::hash::splitmix64;
+use equipoise::common::keys::{KeySampler, KeySpec};
+use equipoise::common::program::write_report;
+use equipoise::common::Error;
+use equipoise::pkg::{key_hash, PkgCountCollection, Scheme};
+use serde::{Deserialize, Serialize};
+use timely::dataflow::operators::Probe;
+use timely::dataflow::ProbeHandle;
+
+/// Counts of a skewed collection over a sliding window, by `count()` or
+/// `pkg_count_with`.
+#[derive(Parser, Debug)]
+#[command(version)]
+struct Args {
+    #[command(flatten)]
+    cluster: ClusterArgs,
+    /// Spread each key's updates by this grouping before counting
+    /// (`pkg_count_with`); without it, differential's `count()`.
+    #[arg(long, value_enum)]
+    grouping: Option<Scheme>,
+    /// Synthetic keys: zipf:<exponent>:<distinct>, mandelbrot:<s>:<q>:<distinct>
+    /// or lognormal:<mu>:<sigma>:<distinct>.
+    #[arg(long, default_value = "zipf:1.2:100000")]
+    keys: KeySpec,
+    /// Epochs.
+    #[arg(long, default_value_t = 20)]
+    epochs: u64,
+    /// Keys inserted per epoch, over all workers.
+    #[arg(long, default_value_t = 200_000)]
+    inserts: u64,
+    /// Each epoch also retracts the keys inserted this many epochs before
+    /// (0: nothing is retracted).
+    #[arg(long, default_value_t = 3)]
+    window: u64,
+    /// Seed of the synthetic keys.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Write the JSON report to PATH (from the process hosting worker 0).
+    #[arg(long, value_name = "PATH")]
+    report: Option<PathBuf>,
+    /// No summary on stdout.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// What one worker saw.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct WorkerFigures {
+    digest: u64,
+    elapsed_s: f64,
+}
+
+/// The report: `--report`'s JSON.
+#[derive(Debug, Serialize)]
+struct Report {
+    counter: String,
+    keys: String,
+    workers: usize,
+    processes: usize,
+    epochs: u64,
+    inserts: u64,
+    window: u64,
+    /// Inserts and retractions, over all workers.
+    updates: u64,
+    elapsed_s: f64,
+    updates_per_s: f64,
+    /// Wrapping sum, over every output update ((key, count), time, diff), of
+    /// diff × splitmix64(key_hash((key, count))): the same for every counter.
+    counts_digest: u64,
+}
+
+fn main() -> ExitCode {
+    equipoise::common::program::exit_quietly_on_closed_stdout();
+    equipoise::common::program::exit_code("differential", run(Args::parse()))
+}
+
+fn run(args: Args) -> Result<(), Error> {
+    if args.inserts == 0 {
+        return Err(Error::invalid("--inserts", "must be at least 1"));
+    }
+    let mut cluster = args.cluster.clone();
+    cluster.agree("--grouping", args.grouping);
+    cluster.agree("--keys", &args.keys);
+    cluster.agree("--epochs", args.epochs);
+    cluster.agree("--inserts", args.inserts);
+    cluster.agree("--window", args.window);
+    cluster.agree("--seed", args.seed);
+    let sampler = Arc::new(KeySampler::new(&args.keys, args.seed));
+    let (grouping, epochs, inserts, window) = (args.grouping, args.epochs, args.inserts, args.window);
+
+    let job = move |worker: &mut timely::worker::Worker| {
+        let (index, peers) = (worker.index() as u64, worker.peers() as u64);
+        let digest = std::rc::Rc::new(std::cell::Cell::new(0u64));
+        let probe = ProbeHandle::new();
+        let mut input = worker.dataflow::<u64, _, _>(|scope| {
+            let (input, keys) = scope.new_collection::<u64, isize>();
+            let counts = match grouping {
+                None => keys.count(),
+                Some(grouping) => keys.pkg_count_with(grouping, |key: &u64| key_hash(key)),
+            };
+            let digest = std::rc::Rc::clone(&digest);
+            counts
+                .inspect(move |((key, count), _time, diff)| {
+                    let update = splitmix64(key_hash(&(key, count))).wrapping_mul(*diff as u64);
+                    digest.set(digest.get().wrapping_add(update));
+                })
+                .inner
+                .probe_with(&probe);
+            input
+        });
+        // This worker's share of epoch `epoch`'s inserts.
+        let share = |epoch: u64| (epoch * inserts + index..(epoch + 1) * inserts).step_by(peers as usize);
+        let start = Instant::now();
+        for epoch in 0..epochs {
+            for record in share(epoch) {
+                input.insert(sampler.rank(record) as u64);
+            }
+            if window > 0 && epoch >= window {
+                for record in share(epoch - window) {
+                    input.remove(sampler.rank(record) as u64);
+                }
+            }
+            input.advance_to(epoch + 1);
+            input.flush();
+            worker.step_while(|| probe.less_than(input.time()));
+        }
+        WorkerFigures {
+            digest: digest.get(),
+            elapsed_s: start.elapsed().as_secs_f64(),
+        }
+    };
+
+    let counter = match grouping {
+        None => "count()".to_string(),
+        Some(grouping) => format!("pkg_count_with({grouping})"),
+    };
+    let retracted = epochs.saturating_sub(window.max(1)) * u64::from(window > 0);
+    let (keys, processes, workers) = (args.keys.to_string(), cluster.processes, cluster.total_workers());
+    let assemble = move |figures: Vec<WorkerFigures>| {
+        let elapsed_s = figures.iter().map(|f| f.elapsed_s).fold(0.0, f64::max);
+        let updates = (epochs + retracted) * inserts;
+        Report {
+            counter: counter.clone(),
+            keys: keys.clone(),
+            workers,
+            processes,
+            epochs,
+            inserts,
+            window,
+            updates,
+            elapsed_s,
+            updates_per_s: updates as f64 / elapsed_s.max(f64::MIN_POSITIVE),
+            counts_digest: figures.iter().fold(0u64, |sum, f| sum.wrapping_add(f.digest)),
+        }
+    };
+    if let Some(report) = run_gathered(&cluster, job, assemble)? {
+        if !args.quiet {
+            println!(
+                "{} on {} workers in {} processes: {} updates in {:.2} s ({:.0} updates/s); counts digest {}",
+                report.counter,
+                report.workers,
+                report.processes,
+                report.updates,
+                report.elapsed_s,
+                report.updates_per_s,
+                report.counts_digest
+            );
+        }
+        if let Some(path) = &args.report {
+            write_report(path, &report)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,84 @@
+//! The differential example: `pkg_count_with` under every grouping counts a
+//! windowed collection (inserts and retractions) exactly as differential's
+//! own `count()` on one worker, at several workers and as two processes
+//! with a hostfile on 127.0.0.1.
+
+use support::{report, run_example, run_two_processes, scratch};
+
+mod support;
+
+/// A stream whose hottest key (p1 ≈ 0.61) is a head key at 4 workers, so
+/// D-/W-Choices spread it beyond two workers.
+const COMMON: [&str; 8] = [
+    "--keys",
+    "zipf:2.0:5000",
+    "--epochs",
+    "6",
+    "--inserts",
+    "20000",
+    "--window",
+    "2",
+];
+
+fn one_process(name: &str, args: &[&str]) -> serde_json::Value {
+    let path = scratch(name);
+    let out = run_example(
+        "differential",
+        &[&COMMON[..], args, &["--report", path.to_str().unwrap()]].concat(),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    report(&path)
+}
+
+#[test]
+fn every_grouping_counts_as_count_on_one_worker() {
+    let reference = one_process("count-1.json", &["-w", "1"]);
+    assert_eq!(reference["counter"], "count()");
+    // 6 epochs of inserts, 4 of retractions (from epoch 2 on).
+    assert_eq!(reference["updates"], 10 * 20000);
+    assert_ne!(reference["counts_digest"], 0, "an empty output would match anything");
+    for grouping in ["pkg", "dchoices", "wchoices"] {
+        for workers in ["3", "4"] {
+            let run = one_process(
+                &format!("{grouping}-{workers}.json"),
+                &["-w", workers, "--grouping", grouping],
+            );
+            assert_eq!(run["counter"], format!("pkg_count_with({grouping})"));
+            assert_eq!(
+                run["counts_digest"], reference["counts_digest"],
+                "{grouping} at {workers} workers"
+            );
+        }
+        let cluster = scratch(&format!("cluster-{grouping}.json"));
+        run_two_processes(
+            "differential",
+            &[&COMMON[..], &["--grouping", grouping]].concat(),
+            &cluster,
+        );
+        let cluster = report(&cluster);
+        assert_eq!(
+            (cluster["workers"].as_u64(), cluster["processes"].as_u64()),
+            (Some(4), Some(2))
+        );
+        assert_eq!(
+            cluster["counts_digest"], reference["counts_digest"],
+            "{grouping} in two processes"
+        );
+    }
+}
+
+#[test]
+fn bad_settings_are_clear_errors() {
+    let out = run_example("differential", &["--inserts", "0"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("--inserts") && stderr.contains("at least 1"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let out = run_example("differential", &["--grouping", "nope"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("nope"), "{stderr}");
+}
