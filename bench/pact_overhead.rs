@@ -1,10 +1,10 @@
 //! Pact overhead: records/s through the PKG pact vs timely's own `Exchange`
-//! (and D-Choices and W-Choices against PKG),
+//! (and D-Choices and W-Choices against PKG, and PKG with a `--slack`),
 //! uniform keys, at 1, 2 and 4 workers (`--workers`), side by side in one run; and key
 //! grouping through the same pact machinery, which isolates the machinery's
 //! cost from PKG's choice.
 //!
-//! `cargo bench --bench pact_overhead -- [--records N] [--rounds R] [--distinct K] [--workers 1,2,4]`
+//! `cargo bench --bench pact_overhead -- [--records N] [--rounds R] [--distinct K] [--workers 1,2,4] [--slack S]`
 //!
 //! Keys are uniform over `--distinct` values. Two key functions, the same for
 //! every pact: the key itself (the keys are already uniformly random u64s, so
@@ -46,6 +46,9 @@ struct Args {
     /// Records per epoch.
     #[arg(long, default_value_t = 100_000)]
     batch: u64,
+    /// The slack of the "PKG (slack)" column (see `Pkg::slack`).
+    #[arg(long, default_value_t = 1024)]
+    slack: u64,
     /// cargo bench passes --bench; accepted and ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -58,6 +61,7 @@ enum Pact {
     Pkg,
     DChoices,
     WChoices,
+    PkgSlack,
 }
 
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -111,7 +115,7 @@ fn measure(pact: Pact, setup: Setup, args: &Args) -> f64 {
         receiver,
         workers,
     } = setup;
-    let (records, batch, distinct) = (args.records, args.batch, args.distinct);
+    let (records, batch, distinct, slack) = (args.records, args.batch, args.distinct, args.slack);
     let elapsed = timely::execute(timely::Config::process(workers), move |worker| {
         let (index, peers) = (worker.index() as u64, worker.peers() as u64);
         let mut input = InputHandle::new();
@@ -133,6 +137,11 @@ fn measure(pact: Pact, setup: Setup, args: &Args) -> f64 {
                 Pact::WChoices => receive(
                     stream,
                     Grouped::w_choices(move |key: &u64| fingerprint.of(key)),
+                    receiver,
+                ),
+                Pact::PkgSlack => receive(
+                    stream,
+                    PartialKeyGrouping::new(move |key: &u64| fingerprint.of(key)).with_slack(slack),
                     receiver,
                 ),
             };
@@ -191,7 +200,14 @@ fn receive<'s, P: ParallelizationContract<u64, Vec<u64>>>(
 }
 
 /// The pacts of each setup, in the order of the table's columns.
-const PACTS: [Pact; 5] = [Pact::Exchange, Pact::Key, Pact::Pkg, Pact::DChoices, Pact::WChoices];
+const PACTS: [Pact; 6] = [
+    Pact::Exchange,
+    Pact::Key,
+    Pact::Pkg,
+    Pact::DChoices,
+    Pact::WChoices,
+    Pact::PkgSlack,
+];
 
 fn main() {
     let args = Args::parse();
@@ -224,15 +240,16 @@ fn main() {
         args.records, args.distinct, args.rounds
     );
     println!(
-        "| receiver | key function | workers | Exchange | PKG | PKG / Exchange (medians) | key grouping | key grouping / Exchange | D-Choices | D-Choices / PKG | W-Choices | W-Choices / PKG |"
+        "| receiver | key function | workers | Exchange | PKG | PKG / Exchange (medians) | key grouping | key grouping / Exchange | D-Choices | D-Choices / PKG | W-Choices | W-Choices / PKG | PKG (slack {}) | PKG (slack) / Exchange |",
+        args.slack
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (index, setup) in setups.iter().enumerate() {
-        let [exchange, key, pkg, d, w] =
+        let [exchange, key, pkg, d, w, sticky] =
             std::array::from_fn(|pact| spread(std::mem::take(&mut samples[PACTS.len() * index + pact])));
         let mrec = |(min, med, max): (f64, f64, f64)| format!("{:.0} [{:.0}, {:.0}]", med / 1e6, min / 1e6, max / 1e6);
         println!(
-            "| {} | {} | {} | {} | {} | {:.3} | {} | {:.3} | {} | {:.3} | {} | {:.3} |",
+            "| {} | {} | {} | {} | {} | {:.3} | {} | {:.3} | {} | {:.3} | {} | {:.3} | {} | {:.3} |",
             setup.receiver.name(),
             setup.fingerprint.name(),
             setup.workers,
@@ -244,7 +261,9 @@ fn main() {
             mrec(d),
             d.1 / pkg.1,
             mrec(w),
-            w.1 / pkg.1
+            w.1 / pkg.1,
+            mrec(sticky),
+            sticky.1 / exchange.1
         );
     }
 }

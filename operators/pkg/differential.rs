@@ -64,7 +64,7 @@ where
     R: ExchangeData + Semigroup,
 {
     fn pkg_count(self) -> VecCollection<'scope, T, (K, R), isize> {
-        self.pkg_count_with(Pkg, |key: &K| key_hash(key))
+        self.pkg_count_with(Pkg::default(), |key: &K| key_hash(key))
     }
 
     fn pkg_count_with<G, F>(self, grouping: G, key: F) -> VecCollection<'scope, T, (K, R), isize>

@@ -245,7 +245,7 @@ impl Grouping for HeadAware {
             spread: self.spread,
             threshold,
             sampling,
-            tail: Pkg.router(peers, sender),
+            tail: Pkg::default().router(peers, sender),
             everywhere: LeastLoaded::default(),
             sketch: SpaceSaving::new(self.sketch),
             window,
@@ -305,8 +305,11 @@ mod tests {
     fn batches_route_as_one_by_one_and_two_workers_as_pkg() {
         for peers in 1..=4 {
             for policy in [HeadAware::d_choices(), HeadAware::w_choices()] {
-                let (mut one, mut batched, mut pkg) =
-                    (policy.router(peers, 0), policy.router(peers, 0), Pkg.router(peers, 0));
+                let (mut one, mut batched, mut pkg) = (
+                    policy.router(peers, 0),
+                    policy.router(peers, 0),
+                    Pkg::default().router(peers, 0),
+                );
                 // A hot key (a third of the stream) among 300 others.
                 let keys: Vec<u64> = (0..50_000u64)
                     .map(|i| key_hash(&if i % 3 == 0 { 0 } else { splitmix64(i) % 300 }))

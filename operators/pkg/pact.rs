@@ -92,6 +92,29 @@ pub type SchemeGrouping<D, F> = Grouped<Scheme, D, F>;
 /// sender's SpaceSaving sketch) spread wider; see [`HeadAware`].
 pub type HeadAwareGrouping<D, F> = Grouped<HeadAware, D, F>;
 
+impl<D, F: FnMut(&D) -> u64> Grouped<Pkg, D, F> {
+    /// PKG that keeps a key on its first worker until this sender's load
+    /// there exceeds the second's by more than `slack` (see [`Pkg`]): a
+    /// receiver that keeps per-key state then holds most keys once.
+    ///
+    /// ```
+    /// use timely::dataflow::operators::{Inspect, ToStream};
+    /// use equipoise::pkg::key_hash;
+    /// use equipoise::pkg::{PartialKeyGrouping, PkgCount};
+    ///
+    /// timely::example(|scope| {
+    ///     let pact = PartialKeyGrouping::new(|word: &String| key_hash(word)).with_slack(1024);
+    ///     ["a", "b", "a"].map(String::from).to_stream(scope)
+    ///         .pkg_count(pact)
+    ///         .inspect(|(word, count)| println!("{word}: {count}"));
+    /// });
+    /// ```
+    pub fn with_slack(mut self, slack: u64) -> Self {
+        self.grouping.slack = slack;
+        self
+    }
+}
+
 impl<D, F: FnMut(&D) -> u64> Grouped<HeadAware, D, F> {
     /// D-Choices: head keys to the least loaded of d hashed candidates,
     /// d from the head's shape; tail keys as PKG.

@@ -7,14 +7,39 @@ use super::candidates::{first_choice, two_choices};
 use super::router::{Grouping, Router};
 
 /// The PKG policy (Nasir et al., ICDE 2015) with local load estimation.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Pkg;
+///
+/// `Pkg::default()` is the paper's PKG: each record to the less loaded of
+/// its key's two candidates. With a `slack` of s, a record goes to the
+/// second candidate only when this sender's load on the first exceeds its
+/// load on the second by more than s; the first candidate is the worker
+/// `Exchange` would pick. Each key then stays on one worker while the
+/// loads allow, and splits only as much as balance needs: a receiver that
+/// keeps per-key state holds each key about once instead of on both
+/// workers, for up to s more load per sender between a key's two workers.
+///
+/// ```
+/// use equipoise::pkg::{Grouping, Pkg, Router};
+///
+/// let mut sticky = Pkg { slack: 4 }.router(2, 0);
+/// // A lone key stays on its first worker until that one is 4 ahead.
+/// let first = sticky.route(0, 1);
+/// let routed: Vec<usize> = (0..6).map(|_| sticky.route(0, 1)).collect();
+/// assert_eq!(&routed[..4], &[first; 4]);
+/// assert_eq!(routed[4], 1 - first);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pkg {
+    /// The load the first candidate may carry beyond the second before a
+    /// record goes to the second (0: the less loaded, every time).
+    pub slack: u64,
+}
 
 /// A sender's PKG state: the load it has sent to each worker.
 #[derive(Debug, Clone)]
 pub struct PkgRouter {
     // Also D-/W-Choices' loads, which route their tail through this router.
     pub(crate) loads: Vec<u64>,
+    slack: u64,
 }
 
 impl PkgRouter {
@@ -42,7 +67,10 @@ pub(crate) fn less_loaded(candidates: [usize; 2], loads: &[u64]) -> (usize, u64)
 impl Grouping for Pkg {
     type Router = PkgRouter;
     fn router(&self, peers: usize, _sender: usize) -> PkgRouter {
-        PkgRouter { loads: vec![0; peers] }
+        PkgRouter {
+            loads: vec![0; peers],
+            slack: self.slack,
+        }
     }
 }
 
@@ -51,7 +79,8 @@ impl Router for PkgRouter {
     fn route(&mut self, key: u64, cost: u64) -> usize {
         let [first, second] = two_choices(key, self.loads.len());
         let (first_load, second_load) = (self.loads[first], self.loads[second]);
-        let take_second = second_load < first_load;
+        // (Not `second_load + slack < first_load`, which could overflow.)
+        let take_second = first_load.saturating_sub(second_load) > self.slack;
         // Both candidates are written, the cost added to the chosen one only:
         // the store addresses then come from the hashes, known early, and the
         // next record's loads need not wait for this comparison to learn
@@ -74,11 +103,14 @@ impl Router for PkgRouter {
         // (Exact while the loads differ by less than 2^63.)
         let mut ahead = load_0.wrapping_sub(load_1) as i64;
         let mut total = u128::from(load_0) + u128::from(load_1);
+        // The second is taken when the first is ahead by more than the
+        // slack: worker 1 when 0 is first and ahead > slack, or when 1 is
+        // first and 0 is not ahead of it by more, ahead ≥ −slack.
+        let slack = self.slack.min(i64::MAX as u64 - 1) as i64;
+        let (first_0, first_1) = (slack, -slack - 1);
         for (key, cost, item) in records {
             total += u128::from(cost);
-            // The second is taken when strictly lighter, so ties go to the
-            // first: worker 1 when 0 is heavier, or equal and 1 is first.
-            let to_1 = ahead > -(first_choice(key, 2) as i64);
+            let to_1 = ahead > select_unpredictable(first_choice(key, 2) == 1, first_1, first_0);
             let cost = cost as i64;
             ahead = select_unpredictable(to_1, ahead.wrapping_sub(cost), ahead.wrapping_add(cost));
             sink(usize::from(to_1), item);
@@ -95,11 +127,33 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::common::hash::{key_hash, splitmix64};
+
+    /// PKG as the paper states it, plus the slack: the first candidate
+    /// unless it is ahead of the second by more than `slack`.
+    fn reference(peers: usize, records: &[(u64, u64)], slack: u64) -> (Vec<usize>, Vec<u64>) {
+        let mut loads = vec![0u64; peers];
+        let destinations = records
+            .iter()
+            .map(|&(key, cost)| {
+                let [first, second] = two_choices(key, peers);
+                let worker = if u128::from(loads[first]) > u128::from(loads[second]) + u128::from(slack) {
+                    second
+                } else {
+                    first
+                };
+                loads[worker] += cost;
+                worker
+            })
+            .collect();
+        (destinations, loads)
+    }
 
     /// Routes `records` by `route_each` in batches cut at `cuts`, and one by
     /// one by `route`: the destinations and final loads.
-    fn both_ways(peers: usize, records: &[(u64, u64)], cuts: &[usize]) -> [(Vec<usize>, Vec<u64>); 2] {
-        let mut batched = Pkg.router(peers, 0);
+    fn both_ways(peers: usize, records: &[(u64, u64)], cuts: &[usize], slack: u64) -> [(Vec<usize>, Vec<u64>); 2] {
+        let policy = Pkg { slack };
+        let mut batched = policy.router(peers, 0);
         let mut destinations = Vec::new();
         let mut start = 0;
         for end in cuts.iter().map(|&cut| cut.min(records.len())).chain([records.len()]) {
@@ -108,34 +162,44 @@ mod tests {
             batched.route_each(batch, |destination, ()| destinations.push(destination));
             start = end;
         }
-        let mut reference = Pkg.router(peers, 0);
-        let one_by_one = records.iter().map(|&(key, cost)| reference.route(key, cost)).collect();
+        let mut one = policy.router(peers, 0);
+        let one_by_one = records.iter().map(|&(key, cost)| one.route(key, cost)).collect();
         [
             (destinations, batched.loads().to_vec()),
-            (one_by_one, reference.loads().to_vec()),
+            (one_by_one, one.loads().to_vec()),
         ]
+    }
+
+    fn slack() -> impl Strategy<Value = u64> {
+        prop_oneof![Just(0u64), 0u64..8, any::<u64>()]
     }
 
     proptest! {
         #[test]
-        fn batches_route_as_the_reference_router_does(
+        fn batches_and_single_records_route_as_the_reference(
             peers in 1usize..6,
             records in proptest::collection::vec((any::<u64>(), 0u64..4), 0..600),
             cuts in proptest::collection::vec(0usize..600, 0..5),
+            slack in slack(),
         ) {
             let mut cuts = cuts;
             cuts.sort();
-            let [batched, reference] = both_ways(peers, &records, &cuts);
-            prop_assert_eq!(batched, reference);
+            let [batched, one_by_one] = both_ways(peers, &records, &cuts, slack);
+            let expected = reference(peers, &records, slack);
+            prop_assert_eq!(&batched, &expected);
+            prop_assert_eq!(&one_by_one, &expected);
         }
 
         #[test]
         fn few_keys_with_large_costs_route_as_the_reference(
             peers in 1usize..4,
             records in proptest::collection::vec((0u64..6, prop_oneof![Just(1u64), 0u64..1 << 40]), 0..300),
+            slack in slack(),
         ) {
-            let [batched, reference] = both_ways(peers, &records, &[records.len() / 3]);
-            prop_assert_eq!(batched, reference);
+            let [batched, one_by_one] = both_ways(peers, &records, &[records.len() / 3], slack);
+            let expected = reference(peers, &records, slack);
+            prop_assert_eq!(&batched, &expected);
+            prop_assert_eq!(&one_by_one, &expected);
         }
     }
 
@@ -145,10 +209,40 @@ mod tests {
             let key = 0x9e37_79b9_7f4a_7c15;
             let [first, second] = two_choices(key, peers);
             let records = vec![(key, 1); 10];
-            let [(batched, _), (reference, _)] = both_ways(peers, &records, &[3]);
+            let [(batched, _), (one_by_one, _)] = both_ways(peers, &records, &[3], 0);
             let alternating: Vec<usize> = (0..10).map(|i| if i % 2 == 0 { first } else { second }).collect();
             assert_eq!(batched, alternating);
-            assert_eq!(reference, alternating);
+            assert_eq!(one_by_one, alternating);
+        }
+    }
+
+    #[test]
+    fn with_a_slack_keys_stay_on_their_first_worker_and_loads_within_it() {
+        let slack = 256;
+        // Uniform keys, and a stream where one key carries half.
+        for hot in [false, true] {
+            let records: Vec<(u64, u64)> = (0..200_000u64)
+                .map(|i| {
+                    (
+                        key_hash(&if hot && i % 2 == 0 { 0 } else { splitmix64(i) % 100_000 }),
+                        1,
+                    )
+                })
+                .collect();
+            let [(destinations, loads), _] = both_ways(2, &records, &[], slack);
+            let seconds = records
+                .iter()
+                .zip(&destinations)
+                .filter(|((key, _), &worker)| worker != first_choice(*key, 2))
+                .count();
+            assert!(loads[0].abs_diff(loads[1]) <= slack + 1, "hot {hot}: {loads:?}");
+            // Without the slack PKG sends half the records to the second.
+            let most = if hot {
+                records.len() / 4 + 1000
+            } else {
+                records.len() / 100
+            };
+            assert!(seconds <= most, "hot {hot}: {seconds} records to the second candidate");
         }
     }
 }

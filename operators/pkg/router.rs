@@ -170,7 +170,7 @@ impl Grouping for Scheme {
             Scheme::Key => SchemeRouter::Key(Key.router(peers, sender)),
             Scheme::Shuffle => SchemeRouter::Shuffle(Shuffle.router(peers, sender)),
             Scheme::Potc => SchemeRouter::Potc(Potc.router(peers, sender)),
-            Scheme::Pkg => SchemeRouter::Pkg(Pkg.router(peers, sender)),
+            Scheme::Pkg => SchemeRouter::Pkg(Pkg::default().router(peers, sender)),
             Scheme::DChoices => SchemeRouter::HeadAware(HeadAware::d_choices().router(peers, sender)),
             Scheme::WChoices => SchemeRouter::HeadAware(HeadAware::w_choices().router(peers, sender)),
         }
