@@ -26,7 +26,7 @@ use equipoise::common::hash::splitmix64;
 use equipoise::common::keys::{KeySampler, KeySpec};
 use equipoise::common::program::write_report;
 use equipoise::common::Error;
-use equipoise::pkg::{key_hash, PkgCountCollection, Scheme};
+use equipoise::pkg::{key_hash, Pkg, PkgCountCollection, Scheme};
 use serde::{Deserialize, Serialize};
 use timely::dataflow::operators::Probe;
 use timely::dataflow::ProbeHandle;
@@ -42,6 +42,11 @@ struct Args {
     /// (`pkg_count_with`); without it, differential's `count()`.
     #[arg(long, value_enum)]
     grouping: Option<Scheme>,
+    /// With `--grouping pkg`: PKG's slack (`Pkg { slack }`), the load a
+    /// key's first worker may carry beyond its second before updates go to
+    /// the second (0: the less loaded, every time).
+    #[arg(long, default_value_t = 0)]
+    slack: u64,
     /// Synthetic keys: zipf:<exponent>:<distinct>, mandelbrot:<s>:<q>:<distinct>
     /// or lognormal:<mu>:<sigma>:<distinct>.
     #[arg(long, default_value = "zipf:1.2:100000")]
@@ -102,15 +107,20 @@ fn run(args: Args) -> Result<(), Error> {
     if args.inserts == 0 {
         return Err(Error::invalid("--inserts", "must be at least 1"));
     }
+    if args.slack > 0 && args.grouping != Some(Scheme::Pkg) {
+        return Err(Error::invalid("--slack", "applies to --grouping pkg only"));
+    }
     let mut cluster = args.cluster.clone();
     cluster.agree("--grouping", args.grouping);
+    cluster.agree("--slack", args.slack);
     cluster.agree("--keys", &args.keys);
     cluster.agree("--epochs", args.epochs);
     cluster.agree("--inserts", args.inserts);
     cluster.agree("--window", args.window);
     cluster.agree("--seed", args.seed);
     let sampler = Arc::new(KeySampler::new(&args.keys, args.seed));
-    let (grouping, epochs, inserts, window) = (args.grouping, args.epochs, args.inserts, args.window);
+    let (grouping, slack, epochs, inserts, window) =
+        (args.grouping, args.slack, args.epochs, args.inserts, args.window);
 
     let job = move |worker: &mut timely::worker::Worker| {
         let (index, peers) = (worker.index() as u64, worker.peers() as u64);
@@ -120,6 +130,7 @@ fn run(args: Args) -> Result<(), Error> {
             let (input, keys) = scope.new_collection::<u64, isize>();
             let counts = match grouping {
                 None => keys.count(),
+                Some(Scheme::Pkg) => keys.pkg_count_with(Pkg { slack }, |key: &u64| key_hash(key)),
                 Some(grouping) => keys.pkg_count_with(grouping, |key: &u64| key_hash(key)),
             };
             let digest = std::rc::Rc::clone(&digest);
@@ -156,6 +167,7 @@ fn run(args: Args) -> Result<(), Error> {
 
     let counter = match grouping {
         None => "count()".to_string(),
+        Some(Scheme::Pkg) if slack > 0 => format!("pkg_count_with(pkg, slack {slack})"),
         Some(grouping) => format!("pkg_count_with({grouping})"),
     };
     let retracted = epochs.saturating_sub(window.max(1)) * u64::from(window > 0);
