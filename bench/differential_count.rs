@@ -89,8 +89,8 @@ fn run(counter: Counter, sampler: &Arc<KeySampler>, workers: usize, args: &Args)
             let (input, keys) = scope.new_collection::<u64, isize>();
             let counts = counter.apply(keys);
             let probe = counts
-                .inspect(move |((key, count), _time, diff)| {
-                    let update = splitmix64(key_hash(&(key, count))).wrapping_mul(*diff as u64);
+                .inspect(move |((key, count), time, diff)| {
+                    let update = splitmix64(key_hash(&(key, count, time))).wrapping_mul(*diff as u64);
                     shared.fetch_add(update, Ordering::Relaxed);
                 })
                 .inner

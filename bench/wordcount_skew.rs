@@ -2,7 +2,7 @@
 //! and W-Choices), side by side.
 //!
 //! `cargo bench --bench wordcount_skew -- [--keys zipf:1.2:100000] [--records N] [--work-us X] [--rounds R]
-//!  [--workers 2,4] [--groupings key,shuffle,potc,pkg,dchoices,wchoices]`
+//!  [--workers 2,4] [--groupings key,shuffle,potc,pkg,dchoices,wchoices] [--slacks 0,1024]`
 //!
 //! Every round runs each (workers, grouping) pair once, in rotating order, so
 //! machine noise hits all alike. The table shows, per pair, the run with the
@@ -37,6 +37,9 @@ struct Args {
     groupings: Vec<Scheme>,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// PKG's slacks: each value is a PKG row of its own (0: the paper's PKG).
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    slacks: Vec<u64>,
     /// cargo bench passes --bench; accepted and ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -46,18 +49,25 @@ fn main() {
     let args = Args::parse();
     let sampler = Arc::new(KeySampler::new(&args.keys, args.seed));
     let groupings = args.groupings.clone();
-    let configs: Vec<(usize, Scheme)> = args
-        .workers
-        .iter()
-        .flat_map(|&w| groupings.iter().map(move |&g| (w, g)))
-        .collect();
+    let mut configs: Vec<(usize, Scheme, u64)> = Vec::new();
+    for &workers in &args.workers {
+        for &grouping in &groupings {
+            let slacks = if grouping == Scheme::Pkg {
+                &args.slacks[..]
+            } else {
+                &[0]
+            };
+            configs.extend(slacks.iter().map(|&slack| (workers, grouping, slack)));
+        }
+    }
     let mut runs: Vec<Vec<WordcountReport>> = vec![Vec::new(); configs.len()];
     for round in 0..args.rounds {
         for offset in 0..configs.len() {
             let index = (offset + round) % configs.len();
-            let (workers, grouping) = configs[index];
+            let (workers, grouping, slack) = configs[index];
             let config = WordcountConfig {
                 grouping,
+                slack,
                 source: KeySource::Synthetic {
                     sampler: Arc::clone(&sampler),
                     records: args.records,

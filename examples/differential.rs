@@ -42,7 +42,7 @@ struct Args {
     /// (`pkg_count_with`); without it, differential's `count()`.
     #[arg(long, value_enum)]
     grouping: Option<Scheme>,
-    /// With `--grouping pkg`: PKG's slack (`Pkg { slack }`), the load a
+    /// With `--grouping pkg`: PKG's slack (`Pkg::with_slack`), the load a
     /// key's first worker may carry beyond its second before updates go to
     /// the second (0: the less loaded, every time).
     #[arg(long, default_value_t = 0)]
@@ -94,7 +94,8 @@ struct Report {
     elapsed_s: f64,
     updates_per_s: f64,
     /// Wrapping sum, over every output update ((key, count), time, diff), of
-    /// diff × splitmix64(key_hash((key, count))): the same for every counter.
+    /// diff × splitmix64(key_hash((key, count, time))): the same for every
+    /// counter, and different if any count came at another time.
     counts_digest: u64,
 }
 
@@ -130,13 +131,13 @@ fn run(args: Args) -> Result<(), Error> {
             let (input, keys) = scope.new_collection::<u64, isize>();
             let counts = match grouping {
                 None => keys.count(),
-                Some(Scheme::Pkg) => keys.pkg_count_with(Pkg { slack }, |key: &u64| key_hash(key)),
+                Some(Scheme::Pkg) => keys.pkg_count_with(Pkg::with_slack(slack), |key: &u64| key_hash(key)),
                 Some(grouping) => keys.pkg_count_with(grouping, |key: &u64| key_hash(key)),
             };
             let digest = std::rc::Rc::clone(&digest);
             counts
-                .inspect(move |((key, count), _time, diff)| {
-                    let update = splitmix64(key_hash(&(key, count))).wrapping_mul(*diff as u64);
+                .inspect(move |((key, count), time, diff)| {
+                    let update = splitmix64(key_hash(&(key, count, time))).wrapping_mul(*diff as u64);
                     digest.set(digest.get().wrapping_add(update));
                 })
                 .inner

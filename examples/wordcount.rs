@@ -29,6 +29,11 @@ struct Args {
     /// Routing of records to the counting workers.
     #[arg(long, value_enum, default_value_t = Scheme::Pkg)]
     grouping: Scheme,
+    /// With `--grouping pkg`: PKG's slack, the load a key's first worker
+    /// may carry beyond its second before records go to the second (0: the
+    /// less loaded, every time).
+    #[arg(long, default_value_t = 0)]
+    slack: u64,
     /// Synthetic keys: zipf:<exponent>:<distinct> or lognormal:<mu>:<sigma>:<distinct>.
     #[arg(long, conflicts_with = "input", default_value = "zipf:1.2:100000")]
     keys: KeySpec,
@@ -80,6 +85,7 @@ fn run(args: Args) -> Result<(), Error> {
     };
     let config = WordcountConfig {
         grouping: args.grouping,
+        slack: args.slack,
         source,
         batch: args.batch,
         work,
@@ -90,6 +96,7 @@ fn run(args: Args) -> Result<(), Error> {
     // What the processes of a cluster must agree on to count the same stream.
     let mut cluster = args.cluster.clone();
     cluster.agree("--grouping", args.grouping);
+    cluster.agree("--slack", args.slack);
     cluster.agree("--keys", &args.keys);
     cluster.agree("--input", &args.input);
     cluster.agree("--records", args.records);

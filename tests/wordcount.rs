@@ -26,6 +26,7 @@ fn synthetic(records: u64) -> KeySource {
 fn config(grouping: Scheme, source: KeySource) -> WordcountConfig {
     WordcountConfig {
         grouping,
+        slack: 0,
         source,
         batch: 1000,
         work: Duration::ZERO,

@@ -49,7 +49,8 @@ pub struct HeadAware {
     pub spread: HeadSpread,
     /// Head threshold θ on a key's estimated share; `None`: 1/(5n).
     pub threshold: Option<f64>,
-    /// Counters of the sketch.
+    /// Counters of the sketch (1 to 2^31 − 1: each head key's place in the
+    /// head table is 31 bits).
     pub sketch: usize,
     /// The sketch counts one message in `sampling` (1 to 65 536), at random
     /// gaps (1: every message). Shares are estimated from the sample; a head
@@ -247,7 +248,7 @@ impl Grouping for HeadAware {
             sampling,
             tail: Pkg::default().router(peers, sender),
             everywhere: LeastLoaded::default(),
-            sketch: SpaceSaving::new(self.sketch),
+            sketch: SpaceSaving::new(self.sketch.min(ANYWHERE as usize - 1)),
             window,
             warm_at,
             d: 2.min(peers),
@@ -323,6 +324,52 @@ mod tests {
                 if peers <= 2 {
                     let as_pkg: Vec<usize> = keys.iter().map(|&key| pkg.route(key, 1)).collect();
                     assert_eq!(expected, as_pkg, "{policy:?} at {peers}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_head_table_follows_a_drifting_head() {
+        let peers = 20;
+        for policy in [HeadAware::d_choices(), HeadAware::w_choices()] {
+            let mut router = policy.router(peers, 0);
+            let mut reached: HashMap<u64, Vec<bool>> = HashMap::new();
+            // Three phases of 200 000 messages, each with its own five hot
+            // keys (a tenth of the stream each) over a shared tail.
+            for i in 0..600_000u64 {
+                let phase = i / 200_000;
+                let key = if i % 2 == 0 {
+                    1000 * phase + i % 10 / 2
+                } else {
+                    10 + splitmix64(i) % 500
+                };
+                let key = key_hash(&key);
+                let worker = router.route(key, 1);
+                if i % 200_000 >= 150_000 {
+                    reached.entry(key).or_insert_with(|| vec![false; peers])[worker] = true;
+                }
+                if i % 997 == 0 {
+                    // Every head key, and only those, found at its place.
+                    for (place, head) in router.heads.iter().enumerate() {
+                        let flag = if head.candidates.is_empty() { ANYWHERE } else { 0 };
+                        assert_eq!(
+                            router.index.get(head.key),
+                            Some(place as u32 | flag),
+                            "{policy:?} at {i}"
+                        );
+                    }
+                    let tail = key_hash(&(10 + i % 500));
+                    let in_head = router.heads.iter().any(|head| head.key == tail);
+                    assert_eq!(router.index.get(tail).is_some(), in_head, "{policy:?} at {i}");
+                }
+            }
+            // Late in each phase its hot keys are spread beyond two workers
+            // (each needs two of the twenty workers' share).
+            for phase in 0..3u64 {
+                for hot in 0..5 {
+                    let spread = reached[&key_hash(&(1000 * phase + hot))].iter().filter(|&&r| r).count();
+                    assert!(spread > 2, "{policy:?}: phase {phase} key {hot} on {spread} workers");
                 }
             }
         }

@@ -15,24 +15,40 @@ use super::router::{Grouping, Router};
 /// `Exchange` would pick. Each key then stays on one worker while the
 /// loads allow, and splits only as much as balance needs: a receiver that
 /// keeps per-key state holds each key about once instead of on both
-/// workers, for up to s more load per sender between a key's two workers.
+/// workers, for up to s (plus one record's cost) more load per sender
+/// between a key's two workers.
 ///
 /// ```
 /// use equipoise::pkg::{Grouping, Pkg, Router};
 ///
-/// let mut sticky = Pkg { slack: 4 }.router(2, 0);
-/// // A lone key stays on its first worker until that one is 4 ahead.
+/// let mut sticky = Pkg::with_slack(4).router(2, 0);
+/// // A lone key stays on its first worker until that one is more than 4
+/// // ahead.
 /// let first = sticky.route(0, 1);
 /// let routed: Vec<usize> = (0..6).map(|_| sticky.route(0, 1)).collect();
 /// assert_eq!(&routed[..4], &[first; 4]);
 /// assert_eq!(routed[4], 1 - first);
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Pkg {
     /// The load the first candidate may carry beyond the second before a
     /// record goes to the second (0: the less loaded, every time).
     pub slack: u64,
 }
+
+impl Pkg {
+    /// PKG with a slack of `slack` (in the pact's cost units, records by
+    /// default).
+    pub const fn with_slack(slack: u64) -> Self {
+        Pkg { slack }
+    }
+}
+
+/// Slacks from this one on route record by record, not through the
+/// two-worker batch path: the loads may then drift so far apart that their
+/// difference no longer fits the batch path's signed register.
+const HUGE_SLACK: u64 = 1 << 62;
 
 /// A sender's PKG state: the load it has sent to each worker.
 #[derive(Debug, Clone)]
@@ -96,6 +112,9 @@ impl Router for PkgRouter {
         let [load_0, load_1] = self.loads[..] else {
             return records.for_each(|(key, cost, item)| sink(self.route(key, cost), item));
         };
+        if self.slack >= HUGE_SLACK {
+            return records.for_each(|(key, cost, item)| sink(self.route(key, cost), item));
+        }
         // Two workers: both are always the candidates, the first being the
         // fingerprint's low bit, and only the difference of their loads
         // decides, kept in a register for the whole batch: the chain from
@@ -106,7 +125,7 @@ impl Router for PkgRouter {
         // The second is taken when the first is ahead by more than the
         // slack: worker 1 when 0 is first and ahead > slack, or when 1 is
         // first and 0 is not ahead of it by more, ahead ≥ −slack.
-        let slack = self.slack.min(i64::MAX as u64 - 1) as i64;
+        let slack = self.slack as i64;
         let (first_0, first_1) = (slack, -slack - 1);
         for (key, cost, item) in records {
             total += u128::from(cost);
@@ -152,7 +171,7 @@ mod tests {
     /// Routes `records` by `route_each` in batches cut at `cuts`, and one by
     /// one by `route`: the destinations and final loads.
     fn both_ways(peers: usize, records: &[(u64, u64)], cuts: &[usize], slack: u64) -> [(Vec<usize>, Vec<u64>); 2] {
-        let policy = Pkg { slack };
+        let policy = Pkg::with_slack(slack);
         let mut batched = policy.router(peers, 0);
         let mut destinations = Vec::new();
         let mut start = 0;
@@ -171,7 +190,7 @@ mod tests {
     }
 
     fn slack() -> impl Strategy<Value = u64> {
-        prop_oneof![Just(0u64), 0u64..8, any::<u64>()]
+        prop_oneof![Just(0u64), 0u64..8, 0u64..1 << 41, any::<u64>()]
     }
 
     proptest! {
@@ -200,6 +219,40 @@ mod tests {
             let expected = reference(peers, &records, slack);
             prop_assert_eq!(&batched, &expected);
             prop_assert_eq!(&one_by_one, &expected);
+        }
+    }
+
+    #[test]
+    fn slacks_and_costs_near_the_limits_route_as_the_reference() {
+        // A key whose first worker is 0, one whose first is 1, and others.
+        let first_on = |worker: usize| {
+            (0u64..)
+                .map(|i| key_hash(&i))
+                .find(|&key| first_choice(key, 2) == worker)
+                .unwrap()
+        };
+        let (on_0, on_1) = (first_on(0), first_on(1));
+        let small = (0..64u64).map(|i| (key_hash(&(i % 5)), 1));
+        let streams: Vec<Vec<(u64, u64)>> = vec![
+            // Loads drift apart by up to 3·2^62 under a huge slack.
+            [(on_0, 1 << 62); 3].into_iter().chain(small.clone()).collect(),
+            // A difference of exactly 2^63 − 1, then small steps both ways.
+            [(on_0, (1 << 63) - 1), (on_0, 1), (on_1, 1), (on_0, 1)]
+                .into_iter()
+                .chain(small.clone())
+                .collect(),
+            [(on_1, 1 << 62), (on_1, 1 << 62), (on_0, 5)]
+                .into_iter()
+                .chain(small)
+                .collect(),
+        ];
+        for records in &streams {
+            for slack in [0, 1, 5, (1 << 62) - 1, 1 << 62, (1 << 63) - 2, (1 << 63) - 1, u64::MAX] {
+                let [batched, one_by_one] = both_ways(2, records, &[2], slack);
+                let expected = reference(2, records, slack);
+                assert_eq!(batched, expected, "slack {slack}: {records:?}");
+                assert_eq!(one_by_one, expected, "slack {slack}: {records:?}");
+            }
         }
     }
 

@@ -28,7 +28,8 @@ use crate::common::Error;
 
 use super::aggregate::{Aggregate, MergePartials};
 use super::pact::Grouped;
-use super::router::Scheme;
+use super::partial_key::Pkg;
+use super::router::{Grouping, Scheme, SchemeRouter};
 use super::top_k::TopK;
 
 /// Where the keys come from. Record `i` is the same whatever the number of
@@ -74,6 +75,8 @@ impl KeySource {
 pub struct WordcountConfig {
     /// The routing scheme of the partial-count stage.
     pub grouping: Scheme,
+    /// PKG's slack when `grouping` is PKG (see [`Pkg`]); 0 otherwise.
+    pub slack: u64,
     /// The keys.
     pub source: KeySource,
     /// Records per epoch (over all workers).
@@ -96,6 +99,7 @@ impl WordcountConfig {
     pub fn new(grouping: Scheme, source: KeySource) -> Self {
         WordcountConfig {
             grouping,
+            slack: 0,
             source,
             batch: 10_000,
             work: Duration::ZERO,
@@ -111,6 +115,9 @@ impl WordcountConfig {
 pub struct WordcountReport {
     /// Routing scheme.
     pub grouping: Scheme,
+    /// PKG's slack (0: the paper's PKG, and every other scheme).
+    #[serde(default)]
+    pub slack: u64,
     /// Workers in all processes.
     pub workers: usize,
     /// Processes.
@@ -173,11 +180,31 @@ struct WorkerFigures {
     elapsed_s: f64,
 }
 
+/// The partial-count stage's routing: a scheme, PKG with its slack.
+#[derive(Debug, Clone, Copy)]
+struct Routing {
+    scheme: Scheme,
+    slack: u64,
+}
+
+impl Grouping for Routing {
+    type Router = SchemeRouter;
+    fn router(&self, peers: usize, sender: usize) -> SchemeRouter {
+        match self.scheme {
+            Scheme::Pkg => SchemeRouter::Pkg(Pkg::with_slack(self.slack).router(peers, sender)),
+            scheme => scheme.router(peers, sender),
+        }
+    }
+}
+
 /// Runs the word count on the cluster `cluster` describes. Returns the report
 /// in the process that hosts worker 0, `None` in the others.
 pub fn run_wordcount(config: WordcountConfig, cluster: &ClusterArgs) -> Result<Option<WordcountReport>, Error> {
     if config.batch == 0 {
         return Err(Error::invalid("--batch", "must be at least 1"));
+    }
+    if config.slack > 0 && config.grouping != Scheme::Pkg {
+        return Err(Error::invalid("--slack", "applies to --grouping pkg only"));
     }
     let processes = cluster.processes;
     let shared = config.clone();
@@ -199,7 +226,11 @@ fn run_worker(worker: &mut timely::worker::Worker, config: &WordcountConfig) -> 
     let probe = ProbeHandle::new();
     let work = BusyWork::new(config.work);
     worker.dataflow::<u64, _, _>(|scope| {
-        let pact = Grouped::with_grouping(config.grouping, |(key, ()): &(String, ())| key_hash(key));
+        let routing = Routing {
+            scheme: config.grouping,
+            slack: config.slack,
+        };
+        let pact = Grouped::with_grouping(routing, |(key, ()): &(String, ())| key_hash(key));
         let (received, busy_ns) = (Rc::clone(&received), Rc::clone(&busy_ns));
         let partial_keys = Rc::clone(&partial_keys);
         let counts = scope
@@ -285,6 +316,7 @@ fn assemble(config: &WordcountConfig, processes: usize, figures: Vec<WorkerFigur
     };
     WordcountReport {
         grouping: config.grouping,
+        slack: config.slack,
         workers,
         processes,
         records,
@@ -322,9 +354,13 @@ pub fn comparison_table(reports: &[WordcountReport]) -> String {
     );
     for report in reports {
         let busy: Vec<String> = report.per_worker_busy_s.iter().map(|s| format!("{s:.2}")).collect();
+        let grouping = match report.slack {
+            0 => report.grouping.to_string(),
+            slack => format!("{} (slack {slack})", report.grouping),
+        };
         table.push_str(&format!(
             "| {} | {} | {:.0} | {:.1} | {:.1} | {:?} | {:.3} | {} | {} | {} |\n",
-            report.grouping,
+            grouping,
             report.workers,
             report.records_per_s,
             report.latency_ms.p50,
