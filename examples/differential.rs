@@ -193,10 +193,11 @@ fn run(args: Args) -> Result<(), Error> {
     if let Some(report) = run_gathered(&cluster, job, assemble)? {
         if !args.quiet {
             println!(
-                "{} on {} workers in {} processes: {} updates in {:.2} s ({:.0} updates/s); counts digest {}",
+                "{} on {} workers in {} process{}: {} updates in {:.2} s ({:.0} updates/s); counts digest {}",
                 report.counter,
                 report.workers,
                 report.processes,
+                if report.processes == 1 { "" } else { "es" },
                 report.updates,
                 report.elapsed_s,
                 report.updates_per_s,
