@@ -37,7 +37,8 @@ struct Args {
     groupings: Vec<Scheme>,
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// PKG's slacks: each value is a PKG row of its own (0: the paper's PKG).
+    /// PKG's slacks: each value is a row of its own for PKG, D- and
+    /// W-Choices (0: the paper's PKG).
     #[arg(long, value_delimiter = ',', default_value = "0")]
     slacks: Vec<u64>,
     /// cargo bench passes --bench; accepted and ignored.

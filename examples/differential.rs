@@ -26,7 +26,7 @@ use equipoise::common::hash::splitmix64;
 use equipoise::common::keys::{KeySampler, KeySpec};
 use equipoise::common::program::write_report;
 use equipoise::common::Error;
-use equipoise::pkg::{key_hash, Pkg, PkgCountCollection, Scheme};
+use equipoise::pkg::{key_hash, HeadAware, Pkg, PkgCountCollection, Scheme};
 use serde::{Deserialize, Serialize};
 use timely::dataflow::operators::Probe;
 use timely::dataflow::ProbeHandle;
@@ -42,9 +42,10 @@ struct Args {
     /// (`pkg_count_with`); without it, differential's `count()`.
     #[arg(long, value_enum)]
     grouping: Option<Scheme>,
-    /// With `--grouping pkg`: PKG's slack (`Pkg::with_slack`), the load a
-    /// key's first worker may carry beyond its second before updates go to
-    /// the second (0: the less loaded, every time).
+    /// With `--grouping pkg`, `dchoices` or `wchoices`: PKG's slack
+    /// (`Pkg::with_slack`; for D-/W-Choices, their tail's), the load a key's
+    /// first worker may carry beyond its second before updates go to the
+    /// second (0: the less loaded, every time).
     #[arg(long, default_value_t = 0)]
     slack: u64,
     /// Synthetic keys: zipf:<exponent>:<distinct>, mandelbrot:<s>:<q>:<distinct>
@@ -108,8 +109,11 @@ fn run(args: Args) -> Result<(), Error> {
     if args.inserts == 0 {
         return Err(Error::invalid("--inserts", "must be at least 1"));
     }
-    if args.slack > 0 && args.grouping != Some(Scheme::Pkg) {
-        return Err(Error::invalid("--slack", "applies to --grouping pkg only"));
+    if args.slack > 0 && !args.grouping.is_some_and(Scheme::takes_slack) {
+        return Err(Error::invalid(
+            "--slack",
+            "applies to --grouping pkg, dchoices or wchoices only",
+        ));
     }
     let mut cluster = args.cluster.clone();
     cluster.agree("--grouping", args.grouping);
@@ -132,6 +136,20 @@ fn run(args: Args) -> Result<(), Error> {
             let counts = match grouping {
                 None => keys.count(),
                 Some(Scheme::Pkg) => keys.pkg_count_with(Pkg::with_slack(slack), |key: &u64| key_hash(key)),
+                Some(Scheme::DChoices) => {
+                    let grouping = HeadAware {
+                        slack,
+                        ..HeadAware::d_choices()
+                    };
+                    keys.pkg_count_with(grouping, |key: &u64| key_hash(key))
+                }
+                Some(Scheme::WChoices) => {
+                    let grouping = HeadAware {
+                        slack,
+                        ..HeadAware::w_choices()
+                    };
+                    keys.pkg_count_with(grouping, |key: &u64| key_hash(key))
+                }
                 Some(grouping) => keys.pkg_count_with(grouping, |key: &u64| key_hash(key)),
             };
             let digest = std::rc::Rc::clone(&digest);
@@ -168,7 +186,7 @@ fn run(args: Args) -> Result<(), Error> {
 
     let counter = match grouping {
         None => "count()".to_string(),
-        Some(Scheme::Pkg) if slack > 0 => format!("pkg_count_with(pkg, slack {slack})"),
+        Some(grouping) if slack > 0 => format!("pkg_count_with({grouping}, slack {slack})"),
         Some(grouping) => format!("pkg_count_with({grouping})"),
     };
     let retracted = epochs.saturating_sub(window.max(1)) * u64::from(window > 0);

@@ -29,9 +29,10 @@ struct Args {
     /// Routing of records to the counting workers.
     #[arg(long, value_enum, default_value_t = Scheme::Pkg)]
     grouping: Scheme,
-    /// With `--grouping pkg`: PKG's slack, the load a key's first worker
-    /// may carry beyond its second before records go to the second (0: the
-    /// less loaded, every time).
+    /// With `--grouping pkg`, `dchoices` or `wchoices`: PKG's slack (for
+    /// D-/W-Choices, their tail's), the load a key's first worker may carry
+    /// beyond its second before records go to the second (0: the less
+    /// loaded, every time).
     #[arg(long, default_value_t = 0)]
     slack: u64,
     /// Synthetic keys: zipf:<exponent>:<distinct> or lognormal:<mu>:<sigma>:<distinct>.

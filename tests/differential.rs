@@ -51,11 +51,15 @@ fn every_grouping_counts_as_count_on_one_worker() {
                 "{grouping} at {workers} workers"
             );
         }
-        if grouping == "pkg" {
-            let sticky = one_process("pkg-slack.json", &["-w", "3", "--grouping", "pkg", "--slack", "64"]);
-            assert_eq!(sticky["counter"], "pkg_count_with(pkg, slack 64)");
-            assert_eq!(sticky["counts_digest"], reference["counts_digest"], "pkg with a slack");
-        }
+        let sticky = one_process(
+            &format!("{grouping}-slack.json"),
+            &["-w", "3", "--grouping", grouping, "--slack", "64"],
+        );
+        assert_eq!(sticky["counter"], format!("pkg_count_with({grouping}, slack 64)"));
+        assert_eq!(
+            sticky["counts_digest"], reference["counts_digest"],
+            "{grouping} with a slack"
+        );
         let cluster = scratch(&format!("cluster-{grouping}.json"));
         run_two_processes(
             "differential",
@@ -84,7 +88,7 @@ fn bad_settings_are_clear_errors() {
         "{stderr}"
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
-    let out = run_example("differential", &["--grouping", "dchoices", "--slack", "5"]);
+    let out = run_example("differential", &["--grouping", "key", "--slack", "5"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(stderr.contains("--slack") && stderr.contains("pkg"), "{stderr}");

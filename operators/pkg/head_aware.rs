@@ -56,6 +56,9 @@ pub struct HeadAware {
     /// gaps (1: every message). Shares are estimated from the sample; a head
     /// key carries at least θ of the stream, so it is sampled often.
     pub sampling: u32,
+    /// The slack of the PKG that routes tail keys (see [`Pkg`]; 0: the
+    /// less loaded of their two candidates, every time).
+    pub slack: u64,
 }
 
 impl HeadAware {
@@ -66,6 +69,7 @@ impl HeadAware {
             threshold: None,
             sketch: DEFAULT_SKETCH,
             sampling: DEFAULT_SAMPLING,
+            slack: 0,
         }
     }
 
@@ -246,7 +250,7 @@ impl Grouping for HeadAware {
             spread: self.spread,
             threshold,
             sampling,
-            tail: Pkg::default().router(peers, sender),
+            tail: Pkg::with_slack(self.slack).router(peers, sender),
             everywhere: LeastLoaded::default(),
             sketch: SpaceSaving::new(self.sketch.min(ANYWHERE as usize - 1)),
             window,
@@ -301,6 +305,7 @@ mod tests {
 
     use super::*;
     use crate::common::hash::key_hash;
+    use crate::pkg::candidates::two_choices;
 
     #[test]
     fn batches_route_as_one_by_one_and_two_workers_as_pkg() {
@@ -326,6 +331,37 @@ mod tests {
                     assert_eq!(expected, as_pkg, "{policy:?} at {peers}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn the_tail_takes_the_slack() {
+        let keys: Vec<u64> = (0..50_000u64)
+            .map(|i| key_hash(&if i % 3 == 0 { 0 } else { splitmix64(i) % 3000 }))
+            .collect();
+        for policy in [HeadAware::d_choices(), HeadAware::w_choices()] {
+            let sticky = HeadAware { slack: 64, ..policy };
+            // Two workers: PKG with the same slack.
+            let (mut router, mut pkg) = (sticky.router(2, 0), Pkg::with_slack(64).router(2, 0));
+            for &key in &keys {
+                assert_eq!(router.route(key, 1), pkg.route(key, 1), "{policy:?}");
+            }
+            // Ten workers: tail keys keep to their first worker far more
+            // often than without the slack, while the hot key is spread.
+            let on_first = |policy: HeadAware| {
+                let mut router = policy.router(10, 0);
+                let tail = keys.iter().filter(|&&key| key != key_hash(&0));
+                let first = keys
+                    .iter()
+                    .map(|&key| (key, router.route(key, 1)))
+                    .filter(|&(key, worker)| key != key_hash(&0) && worker == two_choices(key, 10)[0])
+                    .count();
+                (first as f64 / tail.count() as f64, router.loads().to_vec())
+            };
+            let ((plain, _), (kept, loads)) = (on_first(policy), on_first(sticky));
+            assert!(plain < 0.8 && kept > 0.95, "{policy:?}: {plain} vs {kept}");
+            let (max, min) = (loads.iter().max().unwrap(), loads.iter().min().unwrap());
+            assert!(max - min <= 2 * 64 + 2, "{policy:?}: {loads:?}");
         }
     }
 

@@ -139,6 +139,13 @@ impl<D, F: FnMut(&D) -> u64> Grouped<HeadAware, D, F> {
     pub fn w_choices(key: F) -> Self {
         Self::with_grouping(HeadAware::w_choices(), key)
     }
+
+    /// The tail keys routed by PKG with a slack (see [`Pkg`]): each stays on
+    /// its first worker while this sender's loads allow.
+    pub fn with_slack(mut self, slack: u64) -> Self {
+        self.grouping.slack = slack;
+        self
+    }
 }
 
 impl<G: Grouping + Default, D, F: FnMut(&D) -> u64> Grouped<G, D, F> {

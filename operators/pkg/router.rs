@@ -77,6 +77,12 @@ impl Scheme {
         Scheme::WChoices,
     ];
 
+    /// Whether the scheme splits keys by PKG (all of them, or under
+    /// D-/W-Choices the tail), so that PKG's slack applies to it.
+    pub fn takes_slack(self) -> bool {
+        matches!(self, Scheme::Pkg | Scheme::DChoices | Scheme::WChoices)
+    }
+
     /// The scheme's command-line name.
     pub fn name(self) -> &'static str {
         match self {

@@ -27,6 +27,7 @@ use crate::common::lines::KeyLines;
 use crate::common::Error;
 
 use super::aggregate::{Aggregate, MergePartials};
+use super::head_aware::HeadAware;
 use super::pact::Grouped;
 use super::partial_key::Pkg;
 use super::router::{Grouping, Scheme, SchemeRouter};
@@ -75,7 +76,8 @@ impl KeySource {
 pub struct WordcountConfig {
     /// The routing scheme of the partial-count stage.
     pub grouping: Scheme,
-    /// PKG's slack when `grouping` is PKG (see [`Pkg`]); 0 otherwise.
+    /// PKG's slack when `grouping` is PKG, or D-/W-Choices for their tail
+    /// (see [`Pkg`]); 0 otherwise.
     pub slack: u64,
     /// The keys.
     pub source: KeySource,
@@ -180,7 +182,8 @@ struct WorkerFigures {
     elapsed_s: f64,
 }
 
-/// The partial-count stage's routing: a scheme, PKG with its slack.
+/// The partial-count stage's routing: a scheme, with PKG's slack (also
+/// D-/W-Choices' for their tail).
 #[derive(Debug, Clone, Copy)]
 struct Routing {
     scheme: Scheme,
@@ -190,8 +193,23 @@ struct Routing {
 impl Grouping for Routing {
     type Router = SchemeRouter;
     fn router(&self, peers: usize, sender: usize) -> SchemeRouter {
+        let slack = self.slack;
         match self.scheme {
-            Scheme::Pkg => SchemeRouter::Pkg(Pkg::with_slack(self.slack).router(peers, sender)),
+            Scheme::Pkg => SchemeRouter::Pkg(Pkg::with_slack(slack).router(peers, sender)),
+            Scheme::DChoices => SchemeRouter::HeadAware(
+                HeadAware {
+                    slack,
+                    ..HeadAware::d_choices()
+                }
+                .router(peers, sender),
+            ),
+            Scheme::WChoices => SchemeRouter::HeadAware(
+                HeadAware {
+                    slack,
+                    ..HeadAware::w_choices()
+                }
+                .router(peers, sender),
+            ),
             scheme => scheme.router(peers, sender),
         }
     }
@@ -203,8 +221,11 @@ pub fn run_wordcount(config: WordcountConfig, cluster: &ClusterArgs) -> Result<O
     if config.batch == 0 {
         return Err(Error::invalid("--batch", "must be at least 1"));
     }
-    if config.slack > 0 && config.grouping != Scheme::Pkg {
-        return Err(Error::invalid("--slack", "applies to --grouping pkg only"));
+    if config.slack > 0 && !config.grouping.takes_slack() {
+        return Err(Error::invalid(
+            "--slack",
+            "applies to --grouping pkg, dchoices or wchoices only",
+        ));
     }
     let processes = cluster.processes;
     let shared = config.clone();
