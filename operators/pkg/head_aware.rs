@@ -13,7 +13,7 @@ use super::head_index::HeadIndex;
 use super::head_shape::{default_threshold, head_choices, HeadShape};
 use super::partial_key::{Pkg, PkgRouter};
 use super::router::{Grouping, Router};
-use super::space_saving::SpaceSaving;
+use super::space_saving::{Counter, SpaceSaving};
 
 /// Where head keys may go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,17 +177,10 @@ impl HeadAwareRouter {
         } else {
             Vec::new()
         };
-        let shape = HeadShape {
-            top: head.first().map_or(0.0, |counter| counter.count as f64 / seen),
-            share: head.iter().map(|counter| counter.count).sum::<u64>() as f64 / seen,
-            keys: head.len(),
-        };
         let peers = self.tail.loads.len();
-        let d = head_choices(peers, shape);
-        if d != self.d {
-            self.d = d;
-            self.heads.clear();
-            self.reindex();
+        // W-Choices sends every head key anywhere: it has no use for d.
+        if self.spread == HeadSpread::DChoices {
+            self.update_d(peers, &head, seen);
         }
         let (spread, d) = (self.spread, self.d);
         let mut changed = false;
@@ -223,6 +216,22 @@ impl HeadAwareRouter {
         let before = self.heads.len();
         self.heads.retain(|head| head.refresh == refresh);
         if changed || self.heads.len() != before {
+            self.reindex();
+        }
+    }
+
+    /// D-Choices' d for the head's shape; a new d gives every head key new
+    /// candidates, so the head table starts afresh.
+    fn update_d(&mut self, peers: usize, head: &[Counter], seen: f64) {
+        let shape = HeadShape {
+            top: head.first().map_or(0.0, |counter| counter.count as f64 / seen),
+            share: head.iter().map(|counter| counter.count).sum::<u64>() as f64 / seen,
+            keys: head.len(),
+        };
+        let d = head_choices(peers, shape);
+        if d != self.d {
+            self.d = d;
+            self.heads.clear();
             self.reindex();
         }
     }
