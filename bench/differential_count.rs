@@ -108,7 +108,7 @@ fn run(counter: Counter, sampler: &Arc<KeySampler>, workers: usize, args: &Args)
             input.advance_to(epoch + 1);
             input.flush();
             while probe.less_than(input.time()) {
-                worker.step();
+                worker.step_or_park(None);
             }
         }
         start.elapsed().as_secs_f64()

@@ -176,7 +176,11 @@ fn run(args: Args) -> Result<(), Error> {
             }
             input.advance_to(epoch + 1);
             input.flush();
-            worker.step_while(|| probe.less_than(input.time()));
+            // Parked while waiting, as timely's own loop does: a spinning
+            // worker would take a core from the others.
+            while probe.less_than(input.time()) {
+                worker.step_or_park(None);
+            }
         }
         WorkerFigures {
             digest: digest.get(),
