@@ -73,6 +73,28 @@ impl Hasher for StableHasher {
     }
 }
 
+/// A `Hasher` for maps keyed by fingerprints, values that are already
+/// hashes: one multiply and a shift (spreading even an unmixed fingerprint
+/// over the bits hash tables use), where [`StableHasher`] mixes three times.
+/// Other keys are hashed as FNV-1a over their bytes, correctly but slowly.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct FingerprintHasher(u64);
+
+impl Hasher for FingerprintHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = fnv1a64(bytes) ^ self.0.rotate_left(5);
+    }
+    #[inline]
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value;
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        let spread = self.0.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        spread ^ (spread >> 32)
+    }
+}
+
 /// The key fingerprint the pacts route on: identical for equal keys on every
 /// worker and process.
 ///

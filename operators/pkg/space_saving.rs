@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
-use crate::common::hash::StableHasher;
+use crate::common::hash::FingerprintHasher;
 
 /// One monitored key: its counter (at least its true count) and the most
 /// the counter can overstate it by.
@@ -41,8 +41,9 @@ pub struct SpaceSaving {
     /// A binary min-heap on `count`.
     heap: Vec<Counter>,
     /// Where each monitored key sits in `heap`.
-    // A cheap deterministic hash: the sketch sits on the routing path.
-    position: HashMap<u64, usize, BuildHasherDefault<StableHasher>>,
+    // The keys are fingerprints: a cheap hash suffices, and the sketch sits
+    // on the routing path.
+    position: HashMap<u64, usize, BuildHasherDefault<FingerprintHasher>>,
     seen: u64,
 }
 
@@ -142,40 +143,61 @@ impl SpaceSaving {
         counters
     }
 
-    fn swap(&mut self, a: usize, b: usize) {
-        self.heap.swap(a, b);
-        self.position.insert(self.heap[a].key, a);
-        self.position.insert(self.heap[b].key, b);
-    }
+    // Both sifts move the counter through a hole: each level writes the
+    // counter it passes over, and the moving one is written once, where it
+    // stops (a swap per level would write both, and their positions twice).
 
-    fn sift_up(&mut self, mut slot: usize) -> usize {
-        while slot > 0 {
-            let parent = (slot - 1) / 2;
-            if self.heap[parent].count <= self.heap[slot].count {
+    fn sift_up(&mut self, slot: usize) -> usize {
+        let moving = self.heap[slot];
+        let mut hole = slot;
+        while hole > 0 {
+            let parent = (hole - 1) / 2;
+            if self.heap[parent].count <= moving.count {
                 break;
             }
-            self.swap(parent, slot);
-            slot = parent;
+            self.fill(hole, parent);
+            hole = parent;
         }
-        slot
+        self.settle(slot, hole, moving)
     }
 
-    fn sift_down(&mut self, mut slot: usize) -> usize {
+    fn sift_down(&mut self, slot: usize) -> usize {
+        let moving = self.heap[slot];
+        let len = self.heap.len();
+        let mut hole = slot;
         loop {
-            let (left, right) = (2 * slot + 1, 2 * slot + 2);
-            let mut smallest = slot;
-            if left < self.heap.len() && self.heap[left].count < self.heap[smallest].count {
-                smallest = left;
+            let left = 2 * hole + 1;
+            if left >= len {
+                break;
             }
-            if right < self.heap.len() && self.heap[right].count < self.heap[smallest].count {
-                smallest = right;
+            let right = left + 1;
+            let child = if right < len && self.heap[right].count < self.heap[left].count {
+                right
+            } else {
+                left
+            };
+            if self.heap[child].count >= moving.count {
+                break;
             }
-            if smallest == slot {
-                return slot;
-            }
-            self.swap(slot, smallest);
-            slot = smallest;
+            self.fill(hole, child);
+            hole = child;
         }
+        self.settle(slot, hole, moving)
+    }
+
+    /// Moves the counter at `from` into the hole at `hole`.
+    fn fill(&mut self, hole: usize, from: usize) {
+        self.heap[hole] = self.heap[from];
+        self.position.insert(self.heap[hole].key, hole);
+    }
+
+    /// Puts `moving`, which left `slot`, into the final `hole`.
+    fn settle(&mut self, slot: usize, hole: usize, moving: Counter) -> usize {
+        if hole != slot {
+            self.heap[hole] = moving;
+            self.position.insert(moving.key, hole);
+        }
+        hole
     }
 }
 
