@@ -157,12 +157,12 @@ fn measure(pact: Pact, setup: Setup, args: &Args) -> f64 {
             }
             input.advance_to(epoch + 1);
             while probe.less_than(&epoch) {
-                worker.step();
+                worker.step_or_park(None);
             }
         }
         drop(input);
         while !probe.done() {
-            worker.step();
+            worker.step_or_park(None);
         }
         start.elapsed().as_secs_f64()
     })
