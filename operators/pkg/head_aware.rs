@@ -39,8 +39,14 @@ const DECAY: u64 = 1 << 16;
 /// names heads: fewer, and sampling noise alone lifts tail keys above θ.
 const MIN_HEAD_SAMPLES: f64 = 8.0;
 
-/// Messages per sketch update by default (on average).
+/// The fewest messages per sketch update by default (on average); with few
+/// workers, where a head key is a larger share, the default samples less
+/// often (see [`HeadAware::sampling`]).
 pub const DEFAULT_SAMPLING: u32 = 16;
+
+/// Samples a key at the threshold expects per halving of the sketch under
+/// the default sampling.
+const SAMPLES_AT_THRESHOLD: f64 = 32.0;
 
 /// The D-Choices or W-Choices policy.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -55,7 +61,10 @@ pub struct HeadAware {
     /// The sketch counts one message in `sampling` (1 to 65 536), at random
     /// gaps (1: every message). Shares are estimated from the sample; a head
     /// key carries at least θ of the stream, so it is sampled often.
-    pub sampling: u32,
+    /// `None`: as rarely as lets a key at θ expect 32 samples between
+    /// halvings of the sketch, and at least one message in
+    /// [`DEFAULT_SAMPLING`] (one in 16 from 26 workers up, one in 81 at 5).
+    pub sampling: Option<u32>,
     /// The slack of the PKG that routes tail keys (see [`Pkg`]; 0: the
     /// less loaded of their two candidates, every time).
     pub slack: u64,
@@ -68,7 +77,7 @@ impl HeadAware {
             spread: HeadSpread::DChoices,
             threshold: None,
             sketch: DEFAULT_SKETCH,
-            sampling: DEFAULT_SAMPLING,
+            sampling: None,
             slack: 0,
         }
     }
@@ -248,8 +257,12 @@ impl Grouping for HeadAware {
     type Router = HeadAwareRouter;
     fn router(&self, peers: usize, sender: usize) -> HeadAwareRouter {
         let threshold = self.threshold.unwrap_or_else(|| default_threshold(peers));
+        let sampling = self.sampling.unwrap_or_else(|| {
+            let rare = (DECAY as f64 * threshold / SAMPLES_AT_THRESHOLD) as u32;
+            rare.max(DEFAULT_SAMPLING)
+        });
         // Gaps are drawn below 2·sampling in a u32.
-        let sampling = self.sampling.clamp(1, 1 << 16);
+        let sampling = sampling.clamp(1, 1 << 16);
         let warm_at = (MIN_HEAD_SAMPLES / threshold).ceil().min(u64::MAX as f64 / 4.0) as u64;
         // Halving at `window` samples leaves half of it: one halving per
         // DECAY messages, unless a key at the threshold would then expect
