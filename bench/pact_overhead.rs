@@ -121,29 +121,15 @@ fn measure(pact: Pact, setup: Setup, args: &Args) -> f64 {
         let mut input = InputHandle::new();
         let probe = worker.dataflow::<u64, _, _>(|scope| {
             let stream = scope.input_from(&mut input);
+            // Every pact routes on the same fingerprint.
+            let key = move |key: &u64| fingerprint.of(key);
             let received = match pact {
-                Pact::Exchange => receive(stream, Exchange::new(move |key: &u64| fingerprint.of(key)), receiver),
-                Pact::Key => receive(stream, KeyGrouping::new(move |key: &u64| fingerprint.of(key)), receiver),
-                Pact::Pkg => receive(
-                    stream,
-                    PartialKeyGrouping::new(move |key: &u64| fingerprint.of(key)),
-                    receiver,
-                ),
-                Pact::DChoices => receive(
-                    stream,
-                    Grouped::d_choices(move |key: &u64| fingerprint.of(key)),
-                    receiver,
-                ),
-                Pact::WChoices => receive(
-                    stream,
-                    Grouped::w_choices(move |key: &u64| fingerprint.of(key)),
-                    receiver,
-                ),
-                Pact::PkgSlack => receive(
-                    stream,
-                    PartialKeyGrouping::new(move |key: &u64| fingerprint.of(key)).with_slack(slack),
-                    receiver,
-                ),
+                Pact::Exchange => receive(stream, Exchange::new(key), receiver),
+                Pact::Key => receive(stream, KeyGrouping::new(key), receiver),
+                Pact::Pkg => receive(stream, PartialKeyGrouping::new(key), receiver),
+                Pact::DChoices => receive(stream, Grouped::d_choices(key), receiver),
+                Pact::WChoices => receive(stream, Grouped::w_choices(key), receiver),
+                Pact::PkgSlack => receive(stream, PartialKeyGrouping::new(key).with_slack(slack), receiver),
             };
             received.probe().0
         });

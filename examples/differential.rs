@@ -26,7 +26,7 @@ use equipoise::common::hash::splitmix64;
 use equipoise::common::keys::{KeySampler, KeySpec};
 use equipoise::common::program::write_report;
 use equipoise::common::Error;
-use equipoise::pkg::{key_hash, HeadAware, Pkg, PkgCountCollection, Scheme};
+use equipoise::pkg::{key_hash, PkgCountCollection, Scheme};
 use serde::{Deserialize, Serialize};
 use timely::dataflow::operators::Probe;
 use timely::dataflow::ProbeHandle;
@@ -43,7 +43,7 @@ struct Args {
     #[arg(long, value_enum)]
     grouping: Option<Scheme>,
     /// With `--grouping pkg`, `dchoices` or `wchoices`: PKG's slack
-    /// (`Pkg::with_slack`; for D-/W-Choices, their tail's), the load a key's
+    /// (`Scheme::with_slack`: `Pkg::with_slack`, for D-/W-Choices their tail's), the load a key's
     /// first worker may carry beyond its second before updates go to the
     /// second (0: the less loaded, every time).
     #[arg(long, default_value_t = 0)]
@@ -135,22 +135,7 @@ fn run(args: Args) -> Result<(), Error> {
             let (input, keys) = scope.new_collection::<u64, isize>();
             let counts = match grouping {
                 None => keys.count(),
-                Some(Scheme::Pkg) => keys.pkg_count_with(Pkg::with_slack(slack), |key: &u64| key_hash(key)),
-                Some(Scheme::DChoices) => {
-                    let grouping = HeadAware {
-                        slack,
-                        ..HeadAware::d_choices()
-                    };
-                    keys.pkg_count_with(grouping, |key: &u64| key_hash(key))
-                }
-                Some(Scheme::WChoices) => {
-                    let grouping = HeadAware {
-                        slack,
-                        ..HeadAware::w_choices()
-                    };
-                    keys.pkg_count_with(grouping, |key: &u64| key_hash(key))
-                }
-                Some(grouping) => keys.pkg_count_with(grouping, |key: &u64| key_hash(key)),
+                Some(grouping) => keys.pkg_count_with(grouping.with_slack(slack), |key: &u64| key_hash(key)),
             };
             let digest = std::rc::Rc::clone(&digest);
             counts

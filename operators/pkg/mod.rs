@@ -39,7 +39,7 @@ pub use pact::{
 pub use partial_key::{Pkg, PkgRouter};
 pub use potc::{Potc, PotcRouter};
 pub use ranking::top_of;
-pub use router::{Grouping, Router, Scheme, SchemeRouter};
+pub use router::{Grouping, Router, Scheme, SchemeRouter, SlackScheme};
 pub use shuffle::{Shuffle, ShuffleRouter};
 pub use space_saving::{Counter, SpaceSaving};
 pub use top_k::TopK;

@@ -109,12 +109,10 @@ impl Router for PkgRouter {
     }
 
     fn route_each<X>(&mut self, records: impl Iterator<Item = (u64, u64, X)>, mut sink: impl FnMut(usize, X)) {
-        let [load_0, load_1] = self.loads[..] else {
-            return records.for_each(|(key, cost, item)| sink(self.route(key, cost), item));
+        let (load_0, load_1) = match self.loads[..] {
+            [load_0, load_1] if self.slack < HUGE_SLACK => (load_0, load_1),
+            _ => return records.for_each(|(key, cost, item)| sink(self.route(key, cost), item)),
         };
-        if self.slack >= HUGE_SLACK {
-            return records.for_each(|(key, cost, item)| sink(self.route(key, cost), item));
-        }
         // Two workers: both are always the candidates, the first being the
         // fingerprint's low bit, and only the difference of their loads
         // decides, kept in a register for the whole batch: the chain from

@@ -172,13 +172,50 @@ impl Router for SchemeRouter {
 impl Grouping for Scheme {
     type Router = SchemeRouter;
     fn router(&self, peers: usize, sender: usize) -> SchemeRouter {
-        match self {
+        self.with_slack(0).router(peers, sender)
+    }
+}
+
+/// A [`Scheme`] with PKG's slack (see [`Pkg`]) for the schemes that split
+/// keys by PKG (see [`Scheme::takes_slack`]); the others ignore it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlackScheme {
+    /// The scheme.
+    pub scheme: Scheme,
+    /// PKG's slack: for PKG, and for D-/W-Choices' tail keys.
+    pub slack: u64,
+}
+
+impl Scheme {
+    /// This scheme with PKG's slack `slack`.
+    pub fn with_slack(self, slack: u64) -> SlackScheme {
+        SlackScheme { scheme: self, slack }
+    }
+}
+
+impl Grouping for SlackScheme {
+    type Router = SchemeRouter;
+    fn router(&self, peers: usize, sender: usize) -> SchemeRouter {
+        let slack = self.slack;
+        match self.scheme {
             Scheme::Key => SchemeRouter::Key(Key.router(peers, sender)),
             Scheme::Shuffle => SchemeRouter::Shuffle(Shuffle.router(peers, sender)),
             Scheme::Potc => SchemeRouter::Potc(Potc.router(peers, sender)),
-            Scheme::Pkg => SchemeRouter::Pkg(Pkg::default().router(peers, sender)),
-            Scheme::DChoices => SchemeRouter::HeadAware(HeadAware::d_choices().router(peers, sender)),
-            Scheme::WChoices => SchemeRouter::HeadAware(HeadAware::w_choices().router(peers, sender)),
+            Scheme::Pkg => SchemeRouter::Pkg(Pkg::with_slack(slack).router(peers, sender)),
+            Scheme::DChoices => SchemeRouter::HeadAware(
+                HeadAware {
+                    slack,
+                    ..HeadAware::d_choices()
+                }
+                .router(peers, sender),
+            ),
+            Scheme::WChoices => SchemeRouter::HeadAware(
+                HeadAware {
+                    slack,
+                    ..HeadAware::w_choices()
+                }
+                .router(peers, sender),
+            ),
         }
     }
 }

@@ -27,10 +27,8 @@ use crate::common::lines::KeyLines;
 use crate::common::Error;
 
 use super::aggregate::{Aggregate, MergePartials};
-use super::head_aware::HeadAware;
 use super::pact::Grouped;
-use super::partial_key::Pkg;
-use super::router::{Grouping, Scheme, SchemeRouter};
+use super::router::Scheme;
 use super::top_k::TopK;
 
 /// Where the keys come from. Record `i` is the same whatever the number of
@@ -77,7 +75,7 @@ pub struct WordcountConfig {
     /// The routing scheme of the partial-count stage.
     pub grouping: Scheme,
     /// PKG's slack when `grouping` is PKG, or D-/W-Choices for their tail
-    /// (see [`Pkg`]); 0 otherwise.
+    /// (see [`Pkg`](super::Pkg)); 0 otherwise.
     pub slack: u64,
     /// The keys.
     pub source: KeySource,
@@ -182,39 +180,6 @@ struct WorkerFigures {
     elapsed_s: f64,
 }
 
-/// The partial-count stage's routing: a scheme, with PKG's slack (also
-/// D-/W-Choices' for their tail).
-#[derive(Debug, Clone, Copy)]
-struct Routing {
-    scheme: Scheme,
-    slack: u64,
-}
-
-impl Grouping for Routing {
-    type Router = SchemeRouter;
-    fn router(&self, peers: usize, sender: usize) -> SchemeRouter {
-        let slack = self.slack;
-        match self.scheme {
-            Scheme::Pkg => SchemeRouter::Pkg(Pkg::with_slack(slack).router(peers, sender)),
-            Scheme::DChoices => SchemeRouter::HeadAware(
-                HeadAware {
-                    slack,
-                    ..HeadAware::d_choices()
-                }
-                .router(peers, sender),
-            ),
-            Scheme::WChoices => SchemeRouter::HeadAware(
-                HeadAware {
-                    slack,
-                    ..HeadAware::w_choices()
-                }
-                .router(peers, sender),
-            ),
-            scheme => scheme.router(peers, sender),
-        }
-    }
-}
-
 /// Runs the word count on the cluster `cluster` describes. Returns the report
 /// in the process that hosts worker 0, `None` in the others.
 pub fn run_wordcount(config: WordcountConfig, cluster: &ClusterArgs) -> Result<Option<WordcountReport>, Error> {
@@ -247,11 +212,9 @@ fn run_worker(worker: &mut timely::worker::Worker, config: &WordcountConfig) -> 
     let probe = ProbeHandle::new();
     let work = BusyWork::new(config.work);
     worker.dataflow::<u64, _, _>(|scope| {
-        let routing = Routing {
-            scheme: config.grouping,
-            slack: config.slack,
-        };
-        let pact = Grouped::with_grouping(routing, |(key, ()): &(String, ())| key_hash(key));
+        let pact = Grouped::with_grouping(config.grouping.with_slack(config.slack), |(key, ()): &(String, ())| {
+            key_hash(key)
+        });
         let (received, busy_ns) = (Rc::clone(&received), Rc::clone(&busy_ns));
         let partial_keys = Rc::clone(&partial_keys);
         let counts = scope
