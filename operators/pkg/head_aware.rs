@@ -116,7 +116,9 @@ pub struct HeadAwareRouter {
     tail: PkgRouter,
     // Where head keys that may go anywhere go.
     everywhere: LeastLoaded,
-    sketch: SpaceSaving,
+    // Touched only at events: kept out of line, so that the state every
+    // message touches stays small.
+    sketch: Box<SpaceSaving>,
     // Samples at which the sketch is halved, and the fewest at which it
     // names heads (a key at the threshold then expects MIN_HEAD_SAMPLES).
     window: u64,
@@ -126,12 +128,17 @@ pub struct HeadAwareRouter {
     // Each head key's place in `heads`, with ANYWHERE set when it may go
     // to any worker: the only lookup most messages make.
     index: HeadIndex,
+    // Messages routed up to the last event (a sample or a re-estimate).
     routed: u64,
-    // Messages until the next one the sketch counts, and the generator of
-    // the gaps (random so that no periodic pattern in the stream biases
-    // the sample).
-    until_sample: u32,
+    // Messages from the last event to the next one the sketch counts, and
+    // the generator of the gaps (random so that no periodic pattern in the
+    // stream biases the sample).
+    until_sample: u64,
     gaps: u64,
+    // Messages from the last event to the next, and until then: the only
+    // bookkeeping most messages do is to count this down.
+    span: u64,
+    until_event: u64,
 }
 
 impl HeadAwareRouter {
@@ -155,11 +162,18 @@ impl HeadAwareRouter {
         self.sketch.seen() >= self.warm_at
     }
 
-    /// Counts `key` in the sketch if it is sampled.
-    #[inline]
-    fn sample(&mut self, key: u64) {
-        self.until_sample -= 1;
-        if self.until_sample == 0 {
+    /// The bookkeeping due at this message (its key is `key`): sample it
+    /// into the sketch, re-estimate the head, or both; then the countdown to
+    /// the next. Rare (one message in `sampling` at most, once warm), so out
+    /// of the routing loop.
+    #[cold]
+    #[inline(never)]
+    fn event(&mut self, key: u64) {
+        // Messages routed before this one since the last event.
+        let before = self.span - 1;
+        self.routed += before;
+        self.until_sample -= before;
+        if self.until_sample == 1 {
             self.sketch.insert(key);
             if self.sketch.seen() >= self.window {
                 self.sketch.halve();
@@ -169,11 +183,20 @@ impl HeadAwareRouter {
             // then a gap uniform in 1..=2·sampling−1: mean `sampling`.
             self.gaps = splitmix64(self.gaps);
             self.until_sample = if self.warm() {
-                1 + (self.gaps % (2 * u64::from(self.sampling) - 1)) as u32
+                1 + self.gaps % (2 * u64::from(self.sampling) - 1)
             } else {
                 1
             };
+        } else {
+            self.until_sample -= 1;
         }
+        self.routed += 1;
+        if self.routed.is_multiple_of(REFRESH) {
+            self.refresh();
+        }
+        // The next event: the next sample or the next re-estimate.
+        self.span = self.until_sample.min(REFRESH - self.routed % REFRESH);
+        self.until_event = self.span;
     }
 
     /// Re-estimates the head from the sketch: its keys (estimated share
@@ -274,7 +297,7 @@ impl Grouping for HeadAware {
             sampling,
             tail: Pkg::with_slack(self.slack).router(peers, sender),
             everywhere: LeastLoaded::default(),
-            sketch: SpaceSaving::new(self.sketch.min(ANYWHERE as usize - 1)),
+            sketch: Box::new(SpaceSaving::new(self.sketch.min(ANYWHERE as usize - 1))),
             window,
             warm_at,
             d: 2.min(peers),
@@ -283,6 +306,8 @@ impl Grouping for HeadAware {
             routed: 0,
             until_sample: 1,
             gaps: splitmix64(sender as u64),
+            span: 1,
+            until_event: 1,
         }
     }
 }
@@ -296,10 +321,9 @@ impl Router for HeadAwareRouter {
         if self.tail.loads.len() <= 2 {
             return self.tail.route(key, cost);
         }
-        self.sample(key);
-        self.routed += 1;
-        if self.routed.is_multiple_of(REFRESH) {
-            self.refresh();
+        self.until_event -= 1;
+        if self.until_event == 0 {
+            self.event(key);
         }
         let destination = match self.index.get(key) {
             None => return self.tail.route(key, cost),

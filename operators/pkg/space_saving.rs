@@ -38,71 +38,89 @@ pub struct Counter {
 #[derive(Debug, Clone)]
 pub struct SpaceSaving {
     capacity: usize,
-    /// A binary min-heap on `count`.
-    heap: Vec<Counter>,
-    /// Where each monitored key sits in `heap`.
+    /// The counters, each at a fixed place (an evicted key's place goes to
+    /// its successor).
+    counters: Vec<Counter>,
+    /// A binary min-heap on `count` of places in `counters`.
+    heap: Vec<u32>,
+    /// Where each place sits in `heap`: sifting rewrites these, not the map.
+    in_heap: Vec<u32>,
+    /// The place of each monitored key.
     // The keys are fingerprints: a cheap hash suffices, and the sketch sits
     // on the routing path.
-    position: HashMap<u64, usize, BuildHasherDefault<FingerprintHasher>>,
+    places: HashMap<u64, u32, BuildHasherDefault<FingerprintHasher>>,
     seen: u64,
+    /// The largest counter: most re-estimates ask for the counters above a
+    /// bound that none reaches, answered from this without a scan.
+    max: u64,
 }
 
 impl SpaceSaving {
-    /// A summary with `capacity` counters (at least one).
+    /// A summary with `capacity` counters (1 to 2^32 − 1).
     pub fn new(capacity: usize) -> Self {
-        let capacity = capacity.max(1);
+        let capacity = capacity.clamp(1, u32::MAX as usize);
         SpaceSaving {
             capacity,
+            counters: Vec::with_capacity(capacity),
             heap: Vec::with_capacity(capacity),
-            position: HashMap::with_capacity_and_hasher(capacity, Default::default()),
+            in_heap: Vec::with_capacity(capacity),
+            places: HashMap::with_capacity_and_hasher(capacity, Default::default()),
             seen: 0,
+            max: 0,
         }
     }
 
     /// Counts one occurrence of `key`; returns its counter.
     pub fn insert(&mut self, key: u64) -> Counter {
         self.seen += 1;
-        let slot = if let Some(&slot) = self.position.get(&key) {
-            self.heap[slot].count += 1;
-            slot
-        } else if self.heap.len() < self.capacity {
-            self.heap.push(Counter {
+        let place = if let Some(&place) = self.places.get(&key) {
+            self.counters[place as usize].count += 1;
+            place
+        } else if self.counters.len() < self.capacity {
+            let place = self.counters.len() as u32;
+            self.counters.push(Counter {
                 key,
                 count: 1,
                 error: 0,
             });
-            self.position.insert(key, self.heap.len() - 1);
-            self.sift_up(self.heap.len() - 1)
+            self.heap.push(place);
+            self.in_heap.push(place);
+            self.places.insert(key, place);
+            self.sift_up(place as usize);
+            place
         } else {
             // Replace the smallest counter: the newcomer may have occurred
             // up to that many times unseen.
-            let evicted = self.heap[0];
-            self.position.remove(&evicted.key);
-            self.heap[0] = Counter {
+            let place = self.heap[0];
+            let evicted = self.counters[place as usize];
+            self.places.remove(&evicted.key);
+            self.counters[place as usize] = Counter {
                 key,
                 count: evicted.count + 1,
                 error: evicted.count,
             };
-            self.position.insert(key, 0);
-            0
+            self.places.insert(key, place);
+            place
         };
-        let slot = self.sift_down(slot);
-        self.heap[slot]
+        self.sift_down(self.in_heap[place as usize] as usize);
+        let counter = self.counters[place as usize];
+        self.max = self.max.max(counter.count);
+        counter
     }
 
     /// An upper bound on the occurrences of `key`: its counter if
     /// monitored, else the smallest counter (0 while counters are free).
     pub fn estimate(&self, key: u64) -> u64 {
-        match self.position.get(&key) {
-            Some(&slot) => self.heap[slot].count,
-            None if self.heap.len() < self.capacity => 0,
-            None => self.heap[0].count,
+        match self.counter(key) {
+            Some(counter) => counter.count,
+            None if self.counters.len() < self.capacity => 0,
+            None => self.count_at(0),
         }
     }
 
     /// The counter of `key`, if monitored.
     pub fn counter(&self, key: u64) -> Option<Counter> {
-        self.position.get(&key).map(|&slot| self.heap[slot])
+        self.places.get(&key).map(|&place| self.counters[place as usize])
     }
 
     /// The number of counters.
@@ -121,48 +139,63 @@ impl SpaceSaving {
     /// counters, so the heap stays valid. The guarantees hold for the
     /// decayed counts up to rounding (one per halving).
     pub fn halve(&mut self) {
-        for counter in &mut self.heap {
+        for counter in &mut self.counters {
             counter.count /= 2;
             counter.error /= 2;
         }
         self.seen /= 2;
+        // Halving keeps the order, so the largest stays the largest.
+        self.max /= 2;
     }
 
     /// The monitored counters, largest first.
     pub fn counters(&self) -> Vec<Counter> {
-        let mut counters = self.heap.clone();
-        counters.sort_by(|a, b| b.count.cmp(&a.count).then(a.key.cmp(&b.key)));
-        counters
+        self.sorted(|_| true)
     }
 
     /// The monitored counters above `count`, largest first: the heavy
     /// hitters, without sorting the rest.
     pub fn heavier_than(&self, count: u64) -> Vec<Counter> {
-        let mut counters: Vec<Counter> = self.heap.iter().copied().filter(|c| c.count > count).collect();
+        if self.max <= count {
+            return Vec::new();
+        }
+        self.sorted(|counter| counter.count > count)
+    }
+
+    /// The counters that `keep`, largest first (ties by key).
+    fn sorted(&self, keep: impl Fn(&Counter) -> bool) -> Vec<Counter> {
+        let mut counters: Vec<Counter> = self.counters.iter().copied().filter(keep).collect();
         counters.sort_by(|a, b| b.count.cmp(&a.count).then(a.key.cmp(&b.key)));
         counters
     }
 
-    // Both sifts move the counter through a hole: each level writes the
-    // counter it passes over, and the moving one is written once, where it
-    // stops (a swap per level would write both, and their positions twice).
+    /// The count of the counter at `slot` of the heap.
+    fn count_at(&self, slot: usize) -> u64 {
+        self.counters[self.heap[slot] as usize].count
+    }
 
-    fn sift_up(&mut self, slot: usize) -> usize {
+    // Both sifts move the counter's place through a hole: each level writes
+    // the place it passes over, and the moving one is written once, where it
+    // stops.
+
+    fn sift_up(&mut self, slot: usize) {
         let moving = self.heap[slot];
+        let count = self.counters[moving as usize].count;
         let mut hole = slot;
         while hole > 0 {
             let parent = (hole - 1) / 2;
-            if self.heap[parent].count <= moving.count {
+            if self.count_at(parent) <= count {
                 break;
             }
             self.fill(hole, parent);
             hole = parent;
         }
-        self.settle(slot, hole, moving)
+        self.settle(hole, moving);
     }
 
-    fn sift_down(&mut self, slot: usize) -> usize {
+    fn sift_down(&mut self, slot: usize) {
         let moving = self.heap[slot];
+        let count = self.counters[moving as usize].count;
         let len = self.heap.len();
         let mut hole = slot;
         loop {
@@ -171,33 +204,31 @@ impl SpaceSaving {
                 break;
             }
             let right = left + 1;
-            let child = if right < len && self.heap[right].count < self.heap[left].count {
+            let child = if right < len && self.count_at(right) < self.count_at(left) {
                 right
             } else {
                 left
             };
-            if self.heap[child].count >= moving.count {
+            if self.count_at(child) >= count {
                 break;
             }
             self.fill(hole, child);
             hole = child;
         }
-        self.settle(slot, hole, moving)
+        self.settle(hole, moving);
     }
 
-    /// Moves the counter at `from` into the hole at `hole`.
+    /// Moves the place at heap slot `from` into the hole at `hole`.
     fn fill(&mut self, hole: usize, from: usize) {
-        self.heap[hole] = self.heap[from];
-        self.position.insert(self.heap[hole].key, hole);
+        let place = self.heap[from];
+        self.heap[hole] = place;
+        self.in_heap[place as usize] = hole as u32;
     }
 
-    /// Puts `moving`, which left `slot`, into the final `hole`.
-    fn settle(&mut self, slot: usize, hole: usize, moving: Counter) -> usize {
-        if hole != slot {
-            self.heap[hole] = moving;
-            self.position.insert(moving.key, hole);
-        }
-        hole
+    /// Puts `moving` into the final `hole`.
+    fn settle(&mut self, hole: usize, moving: u32) {
+        self.heap[hole] = moving;
+        self.in_heap[moving as usize] = hole as u32;
     }
 }
 
@@ -237,6 +268,30 @@ mod tests {
             // The heavy hitters are the prefix of the counters above a bound.
             let above: Vec<Counter> = sketch.counters().into_iter().filter(|c| c.count > bound).collect();
             prop_assert_eq!(sketch.heavier_than(bound), above);
+        }
+
+        #[test]
+        fn heavy_hitters_are_the_counters_above_the_bound_through_halvings(
+            ops in proptest::collection::vec(prop_oneof![9 => (0u64..30).prop_map(Some), 1 => Just(None)], 0..1500),
+            capacity in 1usize..12,
+        ) {
+            // `None` halves. The largest counter, which answers most
+            // queries without a scan, must follow every insert and halving.
+            let mut sketch = SpaceSaving::new(capacity);
+            for (step, op) in ops.iter().enumerate() {
+                match op {
+                    Some(key) => { sketch.insert(*key); }
+                    None => sketch.halve(),
+                }
+                if step % 7 == 0 {
+                    let counters = sketch.counters();
+                    let max = counters.first().map_or(0, |c| c.count);
+                    for bound in [0, max / 2, max.saturating_sub(1), max, max + 1] {
+                        let above: Vec<Counter> = counters.iter().copied().filter(|c| c.count > bound).collect();
+                        prop_assert_eq!(sketch.heavier_than(bound), above);
+                    }
+                }
+            }
         }
     }
 
