@@ -4,7 +4,11 @@
 //! grouping through the same pact machinery, which isolates the machinery's
 //! cost from PKG's choice.
 //!
-//! `cargo bench --bench pact_overhead -- [--records N] [--rounds R] [--distinct K] [--workers 1,2,4] [--slack S]`
+//! `cargo bench --bench pact_overhead -- [--records N] [--rounds R] [--distinct K] [--workers 1,2,4] [--slack S]
+//! [--pacts exchange,key,pkg,dchoices,wchoices,pkg-slack] [--receivers count,per-key]`
+//!
+//! `--pacts` and `--receivers` run part of the table (the rest shows `-`),
+//! so that a comparison of a few pacts can afford many rounds.
 //!
 //! Keys are uniform over `--distinct` values. Two key functions, the same for
 //! every pact: the key itself (the keys are already uniformly random u64s, so
@@ -49,17 +53,25 @@ struct Args {
     /// The slack of the "PKG (slack)" column (see `Pkg::slack`).
     #[arg(long, default_value_t = 1024)]
     slack: u64,
+    /// Pacts to run, comma-separated (default: all).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = PACTS)]
+    pacts: Vec<Pact>,
+    /// Receivers to run, comma-separated (default: both).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Receiver::Count, Receiver::CountPerKey])]
+    receivers: Vec<Receiver>,
     /// cargo bench passes --bench; accepted and ignored.
     #[arg(long, hide = true)]
     bench: bool,
 }
 
-#[derive(Clone, Copy, PartialEq, Debug)]
+#[derive(Clone, Copy, PartialEq, Debug, clap::ValueEnum)]
 enum Pact {
     Exchange,
     Key,
     Pkg,
+    #[value(name = "dchoices")]
     DChoices,
+    #[value(name = "wchoices")]
     WChoices,
     PkgSlack,
 }
@@ -86,9 +98,10 @@ impl Fingerprint {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Debug)]
+#[derive(Clone, Copy, PartialEq, Debug, clap::ValueEnum)]
 enum Receiver {
     Count,
+    #[value(name = "per-key")]
     CountPerKey,
 }
 
@@ -198,7 +211,7 @@ const PACTS: [Pact; 6] = [
 fn main() {
     let args = Args::parse();
     let mut setups = Vec::new();
-    for receiver in [Receiver::Count, Receiver::CountPerKey] {
+    for &receiver in &args.receivers {
         for fingerprint in [Fingerprint::Identity, Fingerprint::Hashed] {
             for &workers in &args.workers {
                 setups.push(Setup {
@@ -212,8 +225,9 @@ fn main() {
     let runs: Vec<(Pact, Setup)> = setups
         .iter()
         .flat_map(|&setup| PACTS.map(|pact| (pact, setup)))
+        .filter(|(pact, _)| args.pacts.contains(pact))
         .collect();
-    let mut samples = vec![Vec::new(); runs.len()];
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); runs.len()];
     for round in 0..args.rounds {
         for offset in 0..runs.len() {
             let index = (offset + round) % runs.len();
@@ -221,6 +235,7 @@ fn main() {
             samples[index].push(measure(pact, setup, &args));
         }
     }
+    let mut samples = runs.into_iter().zip(samples);
     println!(
         "pact overhead: {} records per run, keys uniform over {}, {} rounds; Mrec/s median [min, max]",
         args.records, args.distinct, args.rounds
@@ -230,26 +245,41 @@ fn main() {
         args.slack
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-    for (index, setup) in setups.iter().enumerate() {
-        let [exchange, key, pkg, d, w, sticky] =
-            std::array::from_fn(|pact| spread(std::mem::take(&mut samples[PACTS.len() * index + pact])));
-        let mrec = |(min, med, max): (f64, f64, f64)| format!("{:.0} [{:.0}, {:.0}]", med / 1e6, min / 1e6, max / 1e6);
+    for setup in &setups {
+        // Each pact's (min, median, max), if it ran.
+        let [exchange, key, pkg, d, w, sticky] = PACTS.map(|pact| {
+            if args.pacts.contains(&pact) {
+                let (_, rates) = samples.next().expect("a run per pact and setup");
+                Some(spread(rates))
+            } else {
+                None
+            }
+        });
+        let mrec = |rates: Option<(f64, f64, f64)>| {
+            rates.map_or("-".into(), |(min, med, max)| {
+                format!("{:.0} [{:.0}, {:.0}]", med / 1e6, min / 1e6, max / 1e6)
+            })
+        };
+        let ratio = |a: Option<(f64, f64, f64)>, b: Option<(f64, f64, f64)>| match (a, b) {
+            (Some(a), Some(b)) => format!("{:.3}", a.1 / b.1),
+            _ => "-".into(),
+        };
         println!(
-            "| {} | {} | {} | {} | {} | {:.3} | {} | {:.3} | {} | {:.3} | {} | {:.3} | {} | {:.3} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             setup.receiver.name(),
             setup.fingerprint.name(),
             setup.workers,
             mrec(exchange),
             mrec(pkg),
-            pkg.1 / exchange.1,
+            ratio(pkg, exchange),
             mrec(key),
-            key.1 / exchange.1,
+            ratio(key, exchange),
             mrec(d),
-            d.1 / pkg.1,
+            ratio(d, pkg),
             mrec(w),
-            w.1 / pkg.1,
+            ratio(w, pkg),
             mrec(sticky),
-            sticky.1 / exchange.1
+            ratio(sticky, exchange)
         );
     }
 }

@@ -268,6 +268,27 @@ impl HeadAwareRouter {
         }
     }
 
+    /// Routes one message among more than two workers.
+    // Forced inline: the batch loop is large, and a call per message costs
+    // more than most of its work.
+    #[inline(always)]
+    fn route_wide(&mut self, key: u64, cost: u64) -> usize {
+        self.until_event -= 1;
+        if self.until_event == 0 {
+            self.event(key);
+        }
+        let destination = match self.index.get(key) {
+            None => return self.tail.route(key, cost),
+            Some(value) if value & ANYWHERE != 0 => self.everywhere.find(&self.tail.loads),
+            Some(place) => {
+                let candidates = &self.heads[place as usize].candidates;
+                least_loaded(candidates.len(), |i| candidates[i], &self.tail.loads)
+            }
+        };
+        self.tail.loads[destination] += cost;
+        destination
+    }
+
     fn reindex(&mut self) {
         self.index.rebuild(self.heads.iter().enumerate().map(|(place, head)| {
             let anywhere = if head.candidates.is_empty() { ANYWHERE } else { 0 };
@@ -321,25 +342,17 @@ impl Router for HeadAwareRouter {
         if self.tail.loads.len() <= 2 {
             return self.tail.route(key, cost);
         }
-        self.until_event -= 1;
-        if self.until_event == 0 {
-            self.event(key);
-        }
-        let destination = match self.index.get(key) {
-            None => return self.tail.route(key, cost),
-            Some(value) if value & ANYWHERE != 0 => self.everywhere.find(&self.tail.loads),
-            Some(place) => {
-                let candidates = &self.heads[place as usize].candidates;
-                least_loaded(candidates.len(), |i| candidates[i], &self.tail.loads)
-            }
-        };
-        self.tail.loads[destination] += cost;
-        destination
+        self.route_wide(key, cost)
+    }
+
+    /// As PKG's: beyond two workers the tail's choice compares two loads.
+    fn route_apart(&self) -> bool {
+        self.tail.route_apart()
     }
 
     fn route_each<X>(&mut self, records: impl Iterator<Item = (u64, u64, X)>, mut sink: impl FnMut(usize, X)) {
         if self.tail.loads.len() > 2 {
-            return records.for_each(|(key, cost, item)| sink(self.route(key, cost), item));
+            return records.for_each(|(key, cost, item)| sink(self.route_wide(key, cost), item));
         }
         self.tail.route_each(records, sink);
     }

@@ -208,6 +208,8 @@ where
             router: self.grouping.router(peers, worker.index()),
             key: self.key,
             cost: self.cost,
+            fingerprints: Vec::new(),
+            destinations: Vec::new(),
             buffers: (0..peers).map(|_| Vec::new()).collect(),
             sent: vec![0; peers],
             counts: self.counts.clone(),
@@ -253,6 +255,10 @@ struct RoutingDistributor<D, R, F> {
     router: R,
     key: F,
     cost: Option<CostFn<D>>,
+    // A batch's (fingerprint, cost) and destinations, when the router
+    // routes apart; kept for reuse.
+    fingerprints: Vec<(u64, u64)>,
+    destinations: Vec<usize>,
     buffers: Vec<Vec<D>>,
     sent: Vec<u64>,
     counts: SendCounts,
@@ -267,27 +273,43 @@ impl<D, R: Router, F: FnMut(&D) -> u64> Distributor<Vec<D>> for RoutingDistribut
     ) {
         let capacity = timely::container::buffer::default_capacity::<D>();
         let (key, cost) = (&mut self.key, &mut self.cost);
-        let records = container.drain(..).map(|datum| {
-            let weight = cost.as_mut().map_or(1, |cost| cost(&datum));
-            (key(&datum), weight, datum)
-        });
+        let mut fingerprint = |datum: &D| (key(datum), cost.as_mut().map_or(1, |cost| cost(datum)));
         let (buffers, sent) = (&mut self.buffers, &mut self.sent);
-        // Inlined into the router's loop even where that loop is large
-        // (D-/W-Choices): a call per record costs more than the push.
-        self.router.route_each(
-            records,
-            #[inline(always)]
-            |destination, datum| {
-                let buffer = &mut buffers[destination];
-                if buffer.capacity() == 0 {
-                    buffer.reserve(capacity);
-                }
-                buffer.push(datum);
-                if buffer.len() >= capacity {
-                    send(buffer, &mut sent[destination], stamp, &mut pushers[destination]);
-                }
-            },
-        );
+        if self.router.route_apart() {
+            // Fingerprints, then destinations, then the moves.
+            self.fingerprints.clear();
+            self.fingerprints.extend(container.iter().map(&mut fingerprint));
+            let destinations = &mut self.destinations;
+            destinations.clear();
+            let records = self.fingerprints.iter().map(|&(key, weight)| (key, weight, ()));
+            self.router
+                .route_each(records, |destination, ()| destinations.push(destination));
+            for (datum, &to) in container.drain(..).zip(&self.destinations) {
+                push(
+                    &mut buffers[to],
+                    capacity,
+                    datum,
+                    &mut sent[to],
+                    stamp,
+                    &mut pushers[to],
+                );
+            }
+        } else {
+            let records = container.drain(..).map(|datum| {
+                let (key, weight) = fingerprint(&datum);
+                (key, weight, datum)
+            });
+            self.router.route_each(records, |to, datum| {
+                push(
+                    &mut buffers[to],
+                    capacity,
+                    datum,
+                    &mut sent[to],
+                    stamp,
+                    &mut pushers[to],
+                );
+            });
+        }
         let routed = self
             .sent
             .iter()
@@ -304,6 +326,28 @@ impl<D, R: Router, F: FnMut(&D) -> u64> Distributor<Vec<D>> for RoutingDistribut
                 send(buffer, sent, stamp, pusher);
             }
         }
+    }
+}
+
+/// Appends `datum` to `buffer` and sends the buffer when it holds
+/// `capacity` records.
+// Inlined into the router's loop even where that loop is large
+// (D-/W-Choices): a call per record costs more than the push.
+#[inline(always)]
+fn push<T: Clone, D, P: Push<Message<T, Vec<D>>>>(
+    buffer: &mut Vec<D>,
+    capacity: usize,
+    datum: D,
+    sent: &mut u64,
+    stamp: &Stamp<T>,
+    pusher: &mut P,
+) {
+    if buffer.capacity() == 0 {
+        buffer.reserve(capacity);
+    }
+    buffer.push(datum);
+    if buffer.len() >= capacity {
+        send(buffer, sent, stamp, pusher);
     }
 }
 

@@ -95,17 +95,27 @@ impl Router for PkgRouter {
     fn route(&mut self, key: u64, cost: u64) -> usize {
         let [first, second] = two_choices(key, self.loads.len());
         let (first_load, second_load) = (self.loads[first], self.loads[second]);
-        // (Not `second_load + slack < first_load`, which could overflow.)
-        let take_second = first_load.saturating_sub(second_load) > self.slack;
+        // All ones when the second is taken: the first is ahead by more
+        // than the slack (in 128 bits, where nothing overflows). Masks, not
+        // a comparison and selects: the compiler turns those into a branch,
+        // which mispredicts on about every other record.
+        let behind = (i128::from(second_load) + i128::from(self.slack)) - i128::from(first_load);
+        let to_second = (behind >> 127) as u64;
         // Both candidates are written, the cost added to the chosen one only:
         // the store addresses then come from the hashes, known early, and the
         // next record's loads need not wait for this comparison to learn
         // whether they alias. (Routing is a chain of dependent load updates;
         // this shortens each link.) The first is written last so that the
         // increment survives when both candidates are one worker.
-        self.loads[second] = second_load + cost * u64::from(take_second);
-        self.loads[first] = first_load + cost * u64::from(!take_second);
-        select_unpredictable(take_second, second, first)
+        self.loads[second] = second_load + (cost & to_second);
+        self.loads[first] = first_load + (cost & !to_second);
+        first ^ ((first ^ second) & to_second as usize)
+    }
+
+    /// Beyond two workers, where each choice compares two loads (up to
+    /// two, the batch path keeps their difference in a register).
+    fn route_apart(&self) -> bool {
+        self.loads.len() > 2
     }
 
     fn route_each<X>(&mut self, records: impl Iterator<Item = (u64, u64, X)>, mut sink: impl FnMut(usize, X)) {

@@ -20,6 +20,17 @@ pub trait Router {
     /// estimate.
     fn route(&mut self, key: u64, cost: u64) -> usize;
 
+    /// Whether a pact should route a whole batch before it moves any record
+    /// (default: no, one loop routes and moves each record in turn).
+    ///
+    /// A router that chooses by comparing loads says yes: in one loop with
+    /// the moves, which index per-worker buffers by the destination, the
+    /// compiler turns that comparison into a branch, and on uniform keys the
+    /// branch mispredicts on about every other record.
+    fn route_apart(&self) -> bool {
+        false
+    }
+
     /// Routes a batch: hands each `(key, cost, item)` of `records` in turn
     /// to `sink` with its destination, exactly as [`route`](Router::route)
     /// would route them one by one. Policies override it where keeping their
@@ -155,6 +166,16 @@ impl Router for SchemeRouter {
             SchemeRouter::Potc(router) => router.route(key, cost),
             SchemeRouter::Pkg(router) => router.route(key, cost),
             SchemeRouter::HeadAware(router) => router.route(key, cost),
+        }
+    }
+
+    fn route_apart(&self) -> bool {
+        match self {
+            SchemeRouter::Key(router) => router.route_apart(),
+            SchemeRouter::Shuffle(router) => router.route_apart(),
+            SchemeRouter::Potc(router) => router.route_apart(),
+            SchemeRouter::Pkg(router) => router.route_apart(),
+            SchemeRouter::HeadAware(router) => router.route_apart(),
         }
     }
 
