@@ -271,7 +271,6 @@ impl<D, R: Router, F: FnMut(&D) -> u64> Distributor<Vec<D>> for RoutingDistribut
         stamp: &Stamp<T>,
         pushers: &mut [P],
     ) {
-        let capacity = timely::container::buffer::default_capacity::<D>();
         let (key, cost) = (&mut self.key, &mut self.cost);
         let mut fingerprint = |datum: &D| (key(datum), cost.as_mut().map_or(1, |cost| cost(datum)));
         let (buffers, sent) = (&mut self.buffers, &mut self.sent);
@@ -285,30 +284,15 @@ impl<D, R: Router, F: FnMut(&D) -> u64> Distributor<Vec<D>> for RoutingDistribut
             self.router
                 .route_each(records, |destination, ()| destinations.push(destination));
             for (datum, &to) in container.drain(..).zip(&self.destinations) {
-                push(
-                    &mut buffers[to],
-                    capacity,
-                    datum,
-                    &mut sent[to],
-                    stamp,
-                    &mut pushers[to],
-                );
+                push(to, datum, buffers, sent, pushers, stamp);
             }
         } else {
             let records = container.drain(..).map(|datum| {
                 let (key, weight) = fingerprint(&datum);
                 (key, weight, datum)
             });
-            self.router.route_each(records, |to, datum| {
-                push(
-                    &mut buffers[to],
-                    capacity,
-                    datum,
-                    &mut sent[to],
-                    stamp,
-                    &mut pushers[to],
-                );
-            });
+            self.router
+                .route_each(records, |to, datum| push(to, datum, buffers, sent, pushers, stamp));
         }
         let routed = self
             .sent
@@ -329,25 +313,27 @@ impl<D, R: Router, F: FnMut(&D) -> u64> Distributor<Vec<D>> for RoutingDistribut
     }
 }
 
-/// Appends `datum` to `buffer` and sends the buffer when it holds
-/// `capacity` records.
+/// Appends `datum` to the buffer of worker `to`, and sends the buffer when
+/// it is full.
 // Inlined into the router's loop even where that loop is large
 // (D-/W-Choices): a call per record costs more than the push.
 #[inline(always)]
 fn push<T: Clone, D, P: Push<Message<T, Vec<D>>>>(
-    buffer: &mut Vec<D>,
-    capacity: usize,
+    to: usize,
     datum: D,
-    sent: &mut u64,
+    buffers: &mut [Vec<D>],
+    sent: &mut [u64],
+    pushers: &mut [P],
     stamp: &Stamp<T>,
-    pusher: &mut P,
 ) {
+    let capacity = timely::container::buffer::default_capacity::<D>();
+    let buffer = &mut buffers[to];
     if buffer.capacity() == 0 {
         buffer.reserve(capacity);
     }
     buffer.push(datum);
     if buffer.len() >= capacity {
-        send(buffer, sent, stamp, pusher);
+        send(buffer, &mut sent[to], stamp, &mut pushers[to]);
     }
 }
 
