@@ -208,7 +208,6 @@ where
             router: self.grouping.router(peers, worker.index()),
             key: self.key,
             cost: self.cost,
-            fingerprints: Vec::new(),
             destinations: Vec::new(),
             buffers: (0..peers).map(|_| Vec::new()).collect(),
             sent: vec![0; peers],
@@ -255,9 +254,7 @@ struct RoutingDistributor<D, R, F> {
     router: R,
     key: F,
     cost: Option<CostFn<D>>,
-    // A batch's (fingerprint, cost) and destinations, when the router
-    // routes apart; kept for reuse.
-    fingerprints: Vec<(u64, u64)>,
+    // A batch's destinations, when the router routes apart; kept for reuse.
     destinations: Vec<usize>,
     buffers: Vec<Vec<D>>,
     sent: Vec<u64>,
@@ -275,12 +272,13 @@ impl<D, R: Router, F: FnMut(&D) -> u64> Distributor<Vec<D>> for RoutingDistribut
         let mut fingerprint = |datum: &D| (key(datum), cost.as_mut().map_or(1, |cost| cost(datum)));
         let (buffers, sent) = (&mut self.buffers, &mut self.sent);
         if self.router.route_apart() {
-            // Fingerprints, then destinations, then the moves.
-            self.fingerprints.clear();
-            self.fingerprints.extend(container.iter().map(&mut fingerprint));
+            // The destinations first, then the moves.
             let destinations = &mut self.destinations;
             destinations.clear();
-            let records = self.fingerprints.iter().map(|&(key, weight)| (key, weight, ()));
+            let records = container.iter().map(|datum| {
+                let (key, weight) = fingerprint(datum);
+                (key, weight, ())
+            });
             self.router
                 .route_each(records, |destination, ()| destinations.push(destination));
             for (datum, &to) in container.drain(..).zip(&self.destinations) {
