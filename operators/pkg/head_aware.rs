@@ -164,8 +164,8 @@ impl HeadAwareRouter {
 
     /// The bookkeeping due at this message (its key is `key`): sample it
     /// into the sketch, re-estimate the head, or both; then the countdown to
-    /// the next. Rare (one message in `sampling` at most, once warm), so out
-    /// of the routing loop.
+    /// the next. Rare once warm (a sample every `sampling` messages on
+    /// average, a re-estimate every 1 024), so out of the routing loop.
     #[cold]
     #[inline(never)]
     fn event(&mut self, key: u64) {

@@ -281,6 +281,7 @@ impl<D, R: Router, F: FnMut(&D) -> u64> Distributor<Vec<D>> for RoutingDistribut
             });
             self.router
                 .route_each(records, |destination, ()| destinations.push(destination));
+            debug_assert_eq!(self.destinations.len(), container.len(), "a destination per record");
             for (datum, &to) in container.drain(..).zip(&self.destinations) {
                 push(to, datum, buffers, sent, pushers, stamp);
             }
