@@ -4,9 +4,9 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
-use equipoise::common::hash::key_hash;
+use equipoise::common::hash::{key_hash, splitmix64};
 use equipoise::pkg::two_choices;
-use equipoise::pkg::{Grouped, PartialKeyGrouping, Scheme};
+use equipoise::pkg::{Grouped, Grouping, PartialKeyGrouping, Router, Scheme};
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::Input;
 use timely::dataflow::operators::{Inspect, Probe};
@@ -146,4 +146,100 @@ fn pkg_pact_is_usable_as_a_plain_timely_pact() {
             input.for_each(|_, data| data.clear());
         });
     });
+}
+
+/// Every record's destination in a running dataflow equals what the
+/// policy's own router gives that sender's stream routed one record at a
+/// time: the pact's batch paths (one loop at two workers, a whole batch
+/// routed before any record moves beyond two) decide exactly as the plain
+/// router does, with and without a cost function, across many batches.
+#[test]
+fn pacts_route_each_record_as_the_router_routes_it_alone() {
+    let per_sender = 30_000u64;
+    // A third of each stream is one key, so D-/W-Choices find a head and
+    // spread it; the rest is 500 keys.
+    let key_of = |sender: usize, seq: u64| {
+        if seq.is_multiple_of(3) {
+            0
+        } else {
+            splitmix64(seq ^ (sender as u64) << 40) % 500
+        }
+    };
+    let cost_of = |seq: u64| 1 + seq % 3;
+    let groupings = [
+        Scheme::Pkg.with_slack(0),
+        Scheme::Pkg.with_slack(16),
+        Scheme::DChoices.with_slack(0),
+        Scheme::WChoices.with_slack(4),
+        Scheme::Key.with_slack(0),
+    ];
+    for workers in 1..=4 {
+        for grouping in groupings {
+            for weighted in [false, true] {
+                let arrivals = Arc::new(Mutex::new(Vec::<(usize, u64, usize)>::new()));
+                let sink = Arc::clone(&arrivals);
+                timely::execute(timely::Config::process(workers), move |worker| {
+                    let index = worker.index();
+                    let mut input = InputHandle::new();
+                    let key = |&(key, _, _): &(u64, usize, u64)| key_hash(&key);
+                    let pact = Grouped::with_grouping(grouping, key);
+                    let pact = if weighted {
+                        pact.with_cost(move |&(_, _, seq): &(u64, usize, u64)| cost_of(seq))
+                    } else {
+                        pact
+                    };
+                    let arrivals = Arc::clone(&sink);
+                    let probe = worker.dataflow::<u64, _, _>(|scope| {
+                        let (probe, _) = scope
+                            .input_from(&mut input)
+                            .unary(pact, "Receive", move |_, _| {
+                                move |input, output| {
+                                    input.for_each_stamp(|cap, data| {
+                                        let mut session = output.session(&cap);
+                                        for batch in data {
+                                            session.give_iterator(
+                                                batch.drain(..).map(|(_, sender, seq)| (sender, seq, index)),
+                                            );
+                                        }
+                                    });
+                                }
+                            })
+                            .container::<Vec<(usize, u64, usize)>>()
+                            .inspect(move |&arrival| arrivals.lock().unwrap().push(arrival))
+                            .probe();
+                        probe
+                    });
+                    for seq in 0..per_sender {
+                        input.send((key_of(index, seq), index, seq));
+                        // Many batches and stamps.
+                        if seq % 1000 == 999 {
+                            input.advance_to(seq / 1000 + 1);
+                        }
+                    }
+                    input.close();
+                    while !probe.done() {
+                        worker.step();
+                    }
+                })
+                .unwrap();
+                let mut arrivals = Arc::try_unwrap(arrivals).unwrap().into_inner().unwrap();
+                arrivals.sort();
+                assert_eq!(arrivals.len() as u64, per_sender * workers as u64);
+                for (sender, routed) in arrivals.chunks(per_sender as usize).enumerate() {
+                    let mut router = grouping.router(workers, sender);
+                    for (seq, &(from, at, to)) in routed.iter().enumerate() {
+                        let seq = seq as u64;
+                        assert_eq!((from, at), (sender, seq), "a record lost or duplicated");
+                        let cost = if weighted { cost_of(seq) } else { 1 };
+                        let expected = router.route(key_hash(&key_of(sender, seq)), cost);
+                        assert_eq!(
+                            to, expected,
+                            "{:?} at {workers} workers, weighted {weighted}: sender {sender}, record {seq}",
+                            grouping
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
