@@ -23,10 +23,14 @@ pub trait Router {
     /// Whether a pact should route a whole batch before it moves any record
     /// (default: no, one loop routes and moves each record in turn).
     ///
-    /// A router that chooses by comparing loads says yes: in one loop with
-    /// the moves, which index per-worker buffers by the destination, the
-    /// compiler turns that comparison into a branch, and on uniform keys the
-    /// branch mispredicts on about every other record.
+    /// A router whose [`route`](Router::route) compares loads says yes, at
+    /// any number of workers: in one loop with the moves, which index
+    /// per-worker buffers by the destination, the compiler turns that
+    /// comparison into a branch, and on uniform keys the branch mispredicts
+    /// on about every other record. (PKG says no at two workers only
+    /// because its own `route_each` then keeps the difference of the two
+    /// loads in a register.) When yes, the pact calls `route_each` with `()`
+    /// items and relies on it calling `sink` once per record, in order.
     fn route_apart(&self) -> bool {
         false
     }
