@@ -7,10 +7,32 @@ use std::sync::{Arc, Mutex};
 use equipoise::common::hash::{key_hash, splitmix64};
 use equipoise::pkg::two_choices;
 use equipoise::pkg::{Grouped, Grouping, PartialKeyGrouping, Router, Scheme};
+use timely::dataflow::channels::pact::ParallelizationContract;
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::Input;
 use timely::dataflow::operators::{Inspect, Probe};
-use timely::dataflow::InputHandle;
+use timely::dataflow::{InputHandle, StreamVec};
+
+/// Receives `stream` through `pact` and passes each record on with the
+/// index of the worker that received it.
+fn receive_tagged<'s, D, P>(stream: StreamVec<'s, u64, D>, pact: P, index: usize) -> StreamVec<'s, u64, (D, usize)>
+where
+    D: Clone + 'static,
+    P: ParallelizationContract<u64, Vec<D>>,
+{
+    stream
+        .unary(pact, "Receive", move |_, _| {
+            move |input, output| {
+                input.for_each_stamp(|cap, data| {
+                    let mut session = output.session(&cap);
+                    for batch in data {
+                        session.give_iterator(batch.drain(..).map(|record| (record, index)));
+                    }
+                });
+            }
+        })
+        .container::<Vec<(D, usize)>>()
+}
 
 /// Runs `records` (sent from every worker, `copies` times) through a pact of
 /// `scheme` at `workers` workers. Returns, per (sender, receiver), the records
@@ -32,20 +54,8 @@ fn route(
         let sent = pact.send_counts();
         let arrivals = Arc::clone(&arrivals2);
         let probe = worker.dataflow::<u64, _, _>(|scope| {
-            let (probe, _) = scope
-                .input_from(&mut input)
-                .unary(pact, "Receive", move |_, _| {
-                    move |input, output| {
-                        input.for_each_stamp(|cap, data| {
-                            let mut session = output.session(&cap);
-                            for batch in data {
-                                session.give_iterator(batch.drain(..).map(|(key, sender)| (key, sender, index)));
-                            }
-                        });
-                    }
-                })
-                .container::<Vec<(u64, usize, usize)>>()
-                .inspect(move |&(key, sender, receiver)| {
+            let (probe, _) = receive_tagged(scope.input_from(&mut input), pact, index)
+                .inspect(move |&((key, sender), receiver)| {
                     arrivals
                         .lock()
                         .unwrap()
@@ -190,22 +200,10 @@ fn pacts_route_each_record_as_the_router_routes_it_alone() {
                     };
                     let arrivals = Arc::clone(&sink);
                     let probe = worker.dataflow::<u64, _, _>(|scope| {
-                        let (probe, _) = scope
-                            .input_from(&mut input)
-                            .unary(pact, "Receive", move |_, _| {
-                                move |input, output| {
-                                    input.for_each_stamp(|cap, data| {
-                                        let mut session = output.session(&cap);
-                                        for batch in data {
-                                            session.give_iterator(
-                                                batch.drain(..).map(|(_, sender, seq)| (sender, seq, index)),
-                                            );
-                                        }
-                                    });
-                                }
+                        let (probe, _) = receive_tagged(scope.input_from(&mut input), pact, index)
+                            .inspect(move |&((_, sender, seq), receiver)| {
+                                arrivals.lock().unwrap().push((sender, seq, receiver))
                             })
-                            .container::<Vec<(usize, u64, usize)>>()
-                            .inspect(move |&arrival| arrivals.lock().unwrap().push(arrival))
                             .probe();
                         probe
                     });
