@@ -17,7 +17,7 @@ use equipoise::common::cluster::ClusterArgs;
 use equipoise::common::median::{median_by, spread};
 use equipoise::swarm::input::SpatialInput;
 use equipoise::swarm::job::{run_spatial, DecisionSpec, PolicySpec, SpatialJob, SpatialReport};
-use equipoise::swarm::workload::Hotspots;
+use equipoise::swarm::workload::{Clustered, Hotspots};
 use equipoise::swarm::RangeQueries;
 use equipoise::swarm::{Grid, Rect};
 
@@ -35,8 +35,8 @@ struct Args {
     /// Also run SWARM on the hotspot at 8 and 16 workers.
     #[arg(long)]
     scale: bool,
-    /// Only these workloads (comma-separated: hotspot, uniform).
-    #[arg(long, value_delimiter = ',', default_values_t = [String::from("hotspot"), String::from("uniform")])]
+    /// Only these workloads (comma-separated: hotspot, clustered, uniform).
+    #[arg(long, value_delimiter = ',', default_values_t = [String::from("hotspot"), String::from("clustered"), String::from("uniform")])]
     workloads: Vec<String>,
     /// Cells: CxR (columns x rows) over a 1000 x 1000 space.
     #[arg(long, default_value = "64x64")]
@@ -91,12 +91,20 @@ fn main() {
         )
     };
     let (hotspot, uniform) = (workload(0.9), workload(0.0));
+    let clustered = Arc::new(
+        Clustered {
+            points: args.points,
+            queries: args.queries,
+            ..Clustered::default()
+        }
+        .generate(&grid),
+    );
     let swarms = [
         PolicySpec::Swarm(DecisionSpec::Paper),
         PolicySpec::Swarm(DecisionSpec::Threshold(1.2)),
     ];
     let mut configs = Vec::new();
-    for (name, input) in [("hotspot", &hotspot), ("uniform", &uniform)] {
+    for (name, input) in [("hotspot", &hotspot), ("clustered", &clustered), ("uniform", &uniform)] {
         if !args.workloads.iter().any(|w| w == name) {
             continue;
         }
@@ -189,12 +197,12 @@ fn main() {
         "SWARM vs static plans of k blocks per worker: {} points, {} queries, {} grid, epochs of 1000 lines, rounds of 2 epochs, {} µs per check, {} rounds (median run shown, points/s range in brackets)",
         args.points, args.queries, args.grid, args.work_us, args.rounds
     );
-    println!("| workload | workers | policy | points/s | p50 ms | p99 ms | max/mean checks | checks (M) | rebalanced rounds | moves / splits / merges | partitions at the end | KiB moved |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| workload | workers | policy | points/s | p50 ms | p99 ms | max/mean checks | per-epoch max/mean p50 / p99 / max | checks (M) | rebalanced rounds | moves / splits / merges | partitions at the end | KiB moved |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for ((c, r), (low, _, high)) in configs.iter().zip(&medians).zip(&spreads) {
         let m = &r.migrations;
         println!(
-            "| {} | {} | {} | {:.0} [{:.0}–{:.0}] | {:.1} | {:.1} | {:.3} | {:.1} | {} of {} | {} / {} / {} | {} | {:.0} |",
+            "| {} | {} | {} | {:.0} [{:.0}–{:.0}] | {:.1} | {:.1} | {:.3} | {:.2} / {:.2} / {:.2} | {:.1} | {} of {} | {} / {} / {} | {} | {:.0} |",
             c.workload,
             c.workers,
             label(&c.policy),
@@ -204,6 +212,9 @@ fn main() {
             r.latency_ms.p50,
             r.latency_ms.p99,
             r.max_over_mean_work,
+            r.per_epoch_max_over_mean.p50,
+            r.per_epoch_max_over_mean.p99,
+            r.per_epoch_max_over_mean.max,
             r.per_worker_work.iter().sum::<u64>() as f64 / 1e6,
             r.rebalanced_rounds,
             r.rounds,

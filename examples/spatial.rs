@@ -122,7 +122,7 @@ where
         );
         (handles, per_query.probe().0)
     });
-    let times = job.feed(worker, input, &probe);
+    let times = job.feed(worker, input, &probe, &handles);
     let totals = *totals.borrow();
     WorkerFigures::of(&handles, totals, times)
 }

@@ -198,7 +198,7 @@ fn orders_under(
             });
             handles
         });
-        job.feed(worker, input, &handles.probe);
+        job.feed(worker, input, &handles.probe, &handles);
         let orders = handles.orders.borrow().clone();
         let gathered = gather_at_first_worker(worker, seen.get());
         if worker.index() == 0 {

@@ -14,7 +14,7 @@ use super::geometry::{Grid, Rect};
 use super::input::{read_spatial, SpatialInput};
 use super::job::{DecisionSpec, PolicySpec, SpatialJob, SpatialReport};
 use super::textual::Keywords;
-use super::workload::Hotspots;
+use super::workload::{with_keywords, Clustered, Hotspots};
 
 /// Continuous range queries over a point stream, balanced by SWARM.
 #[derive(clap::Parser, Debug)]
@@ -43,7 +43,9 @@ pub struct SpatialArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "workload")]
     pub input: Option<PathBuf>,
     /// The synthetic workload: `hotspot` (points and queries around hotspots
-    /// that move) or `uniform` (the same counts spread evenly).
+    /// that move), `clustered` (around 300 centres of Zipf weights, a day
+    /// band moving the points' weight among them) or `uniform` (the same
+    /// counts spread evenly).
     #[arg(long, default_value = "hotspot")]
     pub workload: String,
     /// The application: `range` (continuous range queries) or `textual`
@@ -109,21 +111,26 @@ impl SpatialArgs {
         let work = check_work_us(args.work_us)?;
         let grid = parse_grid(&args.grid, parse_bounds(&args.bounds)?)?;
         let policy = parse_policy(&args.policy, args.decision)?;
-        let hotspots = Hotspots {
-            points: args.points,
-            queries: args.queries,
-            seed: args.seed,
-            concentration: match args.workload.as_str() {
-                "hotspot" => 0.9,
-                "uniform" => 0.0,
-                other => {
-                    return Err(Error::invalid(
-                        "--workload",
-                        format!("`{other}`: expected hotspot or uniform"),
-                    ))
-                }
-            },
-            ..Hotspots::default()
+        let synthetic = |grid: &Grid| match args.workload.as_str() {
+            "hotspot" | "uniform" => Ok(Hotspots {
+                points: args.points,
+                queries: args.queries,
+                seed: args.seed,
+                concentration: if args.workload == "hotspot" { 0.9 } else { 0.0 },
+                ..Hotspots::default()
+            }
+            .generate(grid)),
+            "clustered" => Ok(Clustered {
+                points: args.points,
+                queries: args.queries,
+                seed: args.seed,
+                ..Clustered::default()
+            }
+            .generate(grid)),
+            other => Err(Error::invalid(
+                "--workload",
+                format!("`{other}`: expected hotspot, clustered or uniform"),
+            )),
         };
         let split_gain = parse_split_gain(&args.split_gain)?;
         let settings = SpatialJob {
@@ -158,9 +165,9 @@ impl SpatialArgs {
         cluster.agree("--on-error", args.on_error);
         let run = match (args.app.as_str(), &args.input) {
             ("range", Some(path)) => SpatialRun::Range(settings.with_input(read_spatial(path, &grid, args.on_error)?)),
-            ("range", None) => SpatialRun::Range(settings.with_input(hotspots.generate(&grid))),
+            ("range", None) => SpatialRun::Range(settings.with_input(synthetic(&grid)?)),
             ("textual", None) => {
-                SpatialRun::Textual(settings.with_input(hotspots.generate_textual(&grid, args.vocabulary)))
+                SpatialRun::Textual(settings.with_input(with_keywords(synthetic(&grid)?, args.vocabulary, args.seed)))
             }
             ("textual", Some(_)) => return Err(Error::invalid("--app", "textual runs on synthetic workloads only")),
             (other, _) => return Err(Error::invalid("--app", format!("`{other}`: expected range or textual"))),

@@ -2,6 +2,12 @@
 //! records, at a round's end, and with a plan update. The timely operator
 //! around it (in [`operator`](super::operator)) decides only when.
 
+#[cfg(test)]
+use std::cell::Ref;
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::common::busy_work::BusyWork;
@@ -31,6 +37,24 @@ pub struct ExecutorFigures {
     pub bytes_moved: u64,
     /// Partitions held now.
     pub partitions_held: u64,
+    /// The work of the most recent epochs this worker processed (at most
+    /// [`RECENT_EPOCHS`], oldest first): a program that wants every epoch's
+    /// drains it as epochs complete.
+    pub recent_epochs: VecDeque<EpochWork>,
+}
+
+/// How many epochs [`ExecutorFigures::recent_epochs`] keeps.
+pub const RECENT_EPOCHS: usize = 1024;
+
+/// What one executor did in one epoch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EpochWork {
+    /// The epoch.
+    pub epoch: u64,
+    /// Point–query checks made.
+    pub checks: u64,
+    /// Wall-clock nanoseconds spent evaluating its points.
+    pub busy_ns: u64,
 }
 
 /// A worker's partitions and what it does with them each epoch.
@@ -42,7 +66,8 @@ pub(crate) struct Executor<S, M> {
     split_gain: Option<f64>,
     plans_locally: bool,
     work: BusyWork,
-    figures: ExecutorFigures,
+    // Shared with the program's handles, so nothing is copied per epoch.
+    figures: Rc<RefCell<ExecutorFigures>>,
 }
 
 impl<S: PartitionState, M: CostModel> Executor<S, M> {
@@ -50,7 +75,7 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
     /// `merge_every` rounds, splits in place by `split_gain` (see
     /// [`SwarmConfig`](super::SwarmConfig)), costs by `model` and `work`
     /// spent per check. Without `plans_locally` (a static plan) it proposes
-    /// no split or merge of its own.
+    /// no split or merge of its own. What it does goes into `figures`.
     pub(crate) fn new(
         store: Store<S>,
         model: M,
@@ -58,11 +83,9 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
         split_gain: Option<f64>,
         plans_locally: bool,
         work: BusyWork,
+        figures: Rc<RefCell<ExecutorFigures>>,
     ) -> Self {
-        let figures = ExecutorFigures {
-            partitions_held: store.partitions().len() as u64,
-            ..ExecutorFigures::default()
-        };
+        figures.borrow_mut().partitions_held = store.partitions().len() as u64;
         Executor {
             store,
             model,
@@ -76,8 +99,9 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
     }
 
     /// What it did so far.
-    pub(crate) fn figures(&self) -> &ExecutorFigures {
-        &self.figures
+    #[cfg(test)]
+    pub(crate) fn figures(&self) -> Ref<'_, ExecutorFigures> {
+        self.figures.borrow()
     }
 
     /// Processes epoch `time`: installs the partitions that arrived, then
@@ -102,18 +126,27 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
             outputs += 1;
             emit(output)
         };
-        let mut points = false;
+        let (mut points, mut checks) = (false, 0);
         for (_, partition, record) in records {
             points |= matches!(record, Dispatched::Point(_));
-            let checks = self.store.apply(partition, record, round, &mut counted);
-            self.work.repeat(checks);
-            self.figures.checks += checks;
+            let made = self.store.apply(partition, record, round, &mut counted);
+            self.work.repeat(made);
+            checks += made;
         }
-        self.figures.outputs += outputs;
-        if points {
-            self.figures.busy_ns += start.elapsed().as_nanos() as u64;
+        let busy_ns = if points { start.elapsed().as_nanos() as u64 } else { 0 };
+        let mut figures = self.figures.borrow_mut();
+        figures.checks += checks;
+        figures.outputs += outputs;
+        figures.busy_ns += busy_ns;
+        figures.partitions_held = self.store.partitions().len() as u64;
+        if figures.recent_epochs.len() == RECENT_EPOCHS {
+            figures.recent_epochs.pop_front();
         }
-        self.figures.partitions_held = self.store.partitions().len() as u64;
+        figures.recent_epochs.push_back(EpochWork {
+            epoch: time,
+            checks,
+            busy_ns,
+        });
     }
 
     /// Whether epoch `time` ends a round.
@@ -168,13 +201,14 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
         update: &PlanUpdate,
     ) -> Result<Vec<(usize, PartitionPacket<S>)>, Error> {
         let leaving = self.store.apply_update(update, time / self.round)?;
+        let mut figures = self.figures.borrow_mut();
         for (_, packet) in &leaving {
-            self.figures.partitions_moved += 1;
-            self.figures.bytes_moved += (packet.partition.state.moved_bytes()
+            figures.partitions_moved += 1;
+            figures.bytes_moved += (packet.partition.state.moved_bytes()
                 + std::mem::size_of_val(packet.partition.stats.rows())
                 + std::mem::size_of_val(packet.partition.stats.cols())) as u64;
         }
-        self.figures.partitions_held = self.store.partitions().len() as u64;
+        figures.partitions_held = self.store.partitions().len() as u64;
         Ok(leaving)
     }
 }
@@ -201,6 +235,7 @@ mod tests {
                     None,
                     true,
                     BusyWork::default(),
+                    Rc::default(),
                 )
             })
             .collect();

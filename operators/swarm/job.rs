@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,7 @@ use crate::common::busy_work::BusyWork;
 use crate::common::cluster::ClusterArgs;
 use crate::common::driver::{drive_epochs, run_gathered, EpochTimes};
 use crate::common::latency::LatencySummary;
+use crate::common::median::Quantiles;
 use crate::common::memory::check_fits;
 use crate::common::Error;
 
@@ -208,6 +210,10 @@ pub struct SpatialReport {
     pub per_worker_busy_s: Vec<f64>,
     /// max ÷ mean of `per_worker_work`.
     pub max_over_mean_work: f64,
+    /// Per epoch, the busiest worker's checks over the mean worker's (epochs
+    /// with no check left out): its median, 99th percentile and maximum.
+    #[serde(default)]
+    pub per_epoch_max_over_mean: Quantiles,
     /// Load-balancing rounds concluded.
     pub rounds: u64,
     /// Rounds whose update moved or split partitions.
@@ -249,6 +255,8 @@ pub struct WorkerFigures {
     pub orders: Orders,
     /// Completion latency of each epoch, µs.
     pub latencies_us: Vec<u64>,
+    /// Checks made in each epoch this worker processed: (epoch, checks).
+    pub epoch_checks: Vec<(u64, u64)>,
     /// Seconds from the first record to the last result.
     pub elapsed_s: f64,
 }
@@ -257,17 +265,28 @@ impl WorkerFigures {
     /// The figures of a worker whose SWARM had `handles`, whose output
     /// stream held `matches` with digests summing to `digest`, and whose
     /// epochs went as `times` says.
-    pub fn of(handles: &SwarmHandles, (matches, digest): (u64, u64), times: EpochTimes) -> Self {
+    pub fn of(handles: &SwarmHandles, (matches, digest): (u64, u64), times: Fed) -> Self {
         WorkerFigures {
             executor: handles.figures.borrow().clone(),
+            epoch_checks: times.epoch_checks,
             refused: *handles.refused.borrow(),
             matches,
             digest,
             orders: handles.orders.borrow().clone(),
-            latencies_us: times.latencies_us,
-            elapsed_s: times.elapsed_s,
+            latencies_us: times.epochs.latencies_us,
+            elapsed_s: times.epochs.elapsed_s,
         }
     }
+}
+
+/// How feeding one worker went: its epochs' latencies, and the checks it
+/// made in each.
+#[derive(Debug, Clone, Default)]
+pub struct Fed {
+    /// Each epoch's completion latency.
+    pub epochs: EpochTimes,
+    /// (epoch, checks) of every epoch this worker's executor processed.
+    pub epoch_checks: Vec<(u64, u64)>,
 }
 
 impl SpatialJob {
@@ -360,19 +379,26 @@ impl<P: Clone + 'static, Q: Clone + 'static> SpatialJob<P, Q> {
 
     /// Feeds this worker's share of the records (line `l` goes to worker
     /// `l mod workers`), epoch by epoch, into `input` and runs until `probe`
-    /// is done: each epoch's completion latency.
+    /// is done, under the SWARM of `handles`: each epoch's completion
+    /// latency and checks.
     pub fn feed(
         &self,
         worker: &mut timely::worker::Worker,
         input: InputHandle<u64, CapacityContainerBuilder<Vec<Record<P, Q>>>>,
         probe: &ProbeHandle<u64>,
-    ) -> EpochTimes {
+        handles: &SwarmHandles,
+    ) -> Fed {
+        let mut epoch_checks = Vec::new();
+        let drain = |epoch_checks: &mut Vec<(u64, u64)>| {
+            let mut figures = handles.figures.borrow_mut();
+            epoch_checks.extend(figures.recent_epochs.drain(..).map(|e| (e.epoch, e.checks)));
+        };
         let (index, peers) = (worker.index() as u64, worker.peers() as u64);
         let records = &self.input.records;
         let mut next = 0usize;
         let epochs = self.input.lines.div_ceil(self.batch);
         let progress = self.progress.then_some("spatial");
-        drive_epochs(
+        let times = drive_epochs(
             worker,
             input,
             probe,
@@ -380,6 +406,9 @@ impl<P: Clone + 'static, Q: Clone + 'static> SpatialJob<P, Q> {
             self.max_in_flight,
             progress,
             |epoch, input| {
+                // At most a few epochs ran since the last call: far fewer
+                // than the window keeps.
+                drain(&mut epoch_checks);
                 let end = (epoch + 1) * self.batch;
                 while next < records.len() && records[next].0 < end {
                     let (line, record) = &records[next];
@@ -389,7 +418,12 @@ impl<P: Clone + 'static, Q: Clone + 'static> SpatialJob<P, Q> {
                     next += 1;
                 }
             },
-        )
+        );
+        drain(&mut epoch_checks);
+        Fed {
+            epochs: times,
+            epoch_checks,
+        }
     }
 
     /// The report of a run on `processes` processes from every worker's figures.
@@ -439,7 +473,7 @@ where
                 });
                 handles
             });
-            let times = shared.feed(worker, input, &handles.probe);
+            let times = shared.feed(worker, input, &handles.probe, &handles);
             let seen = *seen.borrow();
             WorkerFigures::of(&handles, seen, times)
         },
@@ -454,6 +488,7 @@ fn assemble<P, Q>(job: &SpatialJob<P, Q>, processes: usize, figures: Vec<WorkerF
     let max = per_worker_work.iter().copied().max().unwrap_or(0);
     let mean = total as f64 / figures.len() as f64;
     let orders = &figures[0].orders;
+    let per_epoch = per_epoch_max_over_mean(figures.iter().map(|f| f.epoch_checks.as_slice()));
     let latencies: Vec<u64> = figures.iter().flat_map(|f| f.latencies_us.iter().copied()).collect();
     // Epoch e of a worker is its e-th latency (epochs complete in order).
     let near_change = |epoch: u64| orders.changed_at.iter().any(|&at| epoch + 1 >= at && epoch <= at + 1);
@@ -483,6 +518,7 @@ fn assemble<P, Q>(job: &SpatialJob<P, Q>, processes: usize, figures: Vec<WorkerF
         matches_digest: figures.iter().fold(0u64, |sum, f| sum.wrapping_add(f.digest)),
         per_worker_busy_s: figures.iter().map(|f| f.executor.busy_ns as f64 / 1e9).collect(),
         max_over_mean_work: if total == 0 { 1.0 } else { max as f64 / mean },
+        per_epoch_max_over_mean: Quantiles::of(per_epoch),
         per_worker_work,
         rounds: orders.rounds,
         rebalanced_rounds: orders.rebalanced,
@@ -507,6 +543,27 @@ fn assemble<P, Q>(job: &SpatialJob<P, Q>, processes: usize, figures: Vec<WorkerF
         duplicate_queries: figures.iter().map(|f| f.refused.duplicate_queries).sum(),
         unknown_removals: figures.iter().map(|f| f.refused.unknown_removals).sum(),
     }
+}
+
+/// Per epoch in which any check was made, the busiest worker's checks over
+/// the mean worker's, from each worker's (epoch, checks); a worker that did
+/// not process an epoch made no check in it.
+fn per_epoch_max_over_mean<'a>(workers: impl ExactSizeIterator<Item = &'a [(u64, u64)]>) -> Vec<f64> {
+    let count = workers.len();
+    let mut by_epoch: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for (w, epochs) in workers.enumerate() {
+        for &(epoch, checks) in epochs {
+            by_epoch.entry(epoch).or_insert_with(|| vec![0; count])[w] += checks;
+        }
+    }
+    by_epoch
+        .values()
+        .filter_map(|checks| {
+            let total: u64 = checks.iter().sum();
+            let max = *checks.iter().max()?;
+            (total > 0).then(|| max as f64 * count as f64 / total as f64)
+        })
+        .collect()
 }
 
 /// The matches of `input` by brute force: every point against every query
@@ -556,4 +613,18 @@ pub fn brute_force<P, Q>(
 /// [`brute_force`] for continuous range queries.
 pub fn brute_force_matches(input: &SpatialInput, batch: u64) -> (u64, u64) {
     brute_force(input, batch, |query, point| query.rect.contains(point.x, point.y))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_epoch_imbalance_counts_absent_workers_as_idle() {
+        let a = [(0, 10), (1, 0), (2, 5)];
+        let b = [(0, 30), (3, 7)];
+        let ratios = per_epoch_max_over_mean([&a[..], &b[..]].into_iter());
+        // Epoch 0: 30 of a mean of 20; epoch 1: no check; epochs 2 and 3: one worker alone.
+        assert_eq!(ratios, vec![1.5, 2.0, 2.0]);
+    }
 }

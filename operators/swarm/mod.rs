@@ -88,7 +88,7 @@ pub use coordinator::{Orders, Policy};
 pub use cost::{normalized, system_received, CostModel, RangeQueryCost, WorkerLoad};
 pub use decision::{Decision, DecisionPolicy, FiveStage, RoundSummary, Stage, Threshold, Verdict};
 pub use dispatch::Refused;
-pub use executor::ExecutorFigures;
+pub use executor::{EpochWork, ExecutorFigures, RECENT_EPOCHS};
 pub use forced::random_change;
 pub use geometry::{Cell, CellRect, Grid, OutOfBounds, Rect, MAX_CELLS};
 pub use granularity::{best_split, cheap_merge};

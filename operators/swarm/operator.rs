@@ -246,6 +246,7 @@ impl<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone> Swarm<'scope, P, 
         };
         // Workers mint from `workers + 1` disjoint sequences, the coordinator from the last.
         let store = Store::<S>::new(me, initial.clone(), IdMint::new(base, me, workers + 1));
+        let figures = Rc::new(RefCell::new(ExecutorFigures::default()));
         let executor = Rc::new(RefCell::new(Executor::new(
             store,
             config.cost.clone(),
@@ -253,6 +254,7 @@ impl<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone> Swarm<'scope, P, 
             config.split_gain,
             !matches!(policy, Policy::Static),
             config.work_per_check,
+            Rc::clone(&figures),
         )));
         let coordinator = Coordinator::new(
             policy,
@@ -261,21 +263,13 @@ impl<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone> Swarm<'scope, P, 
             workers,
             round,
         );
-        let figures = Rc::new(RefCell::new(ExecutorFigures::default()));
         let refused = Rc::new(RefCell::new(Refused::default()));
         let orders = Rc::new(RefCell::new(Orders::default()));
 
         let (plan_handle, plan_stream) = scope.feedback::<Vec<PlanUpdate>>(round);
         let (state_handle, state_stream) = scope.feedback::<Vec<Packet<S>>>(1);
         let routed = dispatch(self, plan_stream.clone(), initial, Rc::clone(&refused));
-        let (results, reports, packets) = execute(
-            routed,
-            plan_stream,
-            state_stream,
-            Rc::clone(&executor),
-            Rc::clone(&figures),
-            round,
-        );
+        let (results, reports, packets) = execute(routed, plan_stream, state_stream, Rc::clone(&executor), round);
         packets.connect_loop(state_handle);
         let reducer = Rc::clone(&executor);
         coordinate(
@@ -306,7 +300,6 @@ fn execute<'scope, S: PartitionState, M: CostModel + 'static>(
     plan: StreamVec<'scope, u64, PlanUpdate>,
     state: StreamVec<'scope, u64, Packet<S>>,
     executor: Rc<RefCell<Executor<S, M>>>,
-    figures: Rc<RefCell<ExecutorFigures>>,
     round: u64,
 ) -> (
     StreamVec<'scope, u64, S::Output>,
@@ -421,7 +414,6 @@ fn execute<'scope, S: PartitionState, M: CostModel + 'static>(
                     }
                 }
             }
-            *figures.borrow_mut() = executor.figures().clone();
         }
     });
     (results, reports, packets)
