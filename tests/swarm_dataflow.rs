@@ -90,15 +90,50 @@ fn matches_equal_brute_force_under_every_policy_and_worker_count() {
                     "{policy} at {workers} workers, seed {seed}"
                 );
                 assert!(report.rounds > 0);
-                if matches!(policy, PolicySpec::Forced(_)) && workers > 1 {
+                let imbalance = report.per_epoch_max_over_mean;
+                assert!(
+                    1.0 <= imbalance.p50 && imbalance.p50 <= imbalance.p99 && imbalance.p99 <= imbalance.max,
+                    "{imbalance:?}"
+                );
+                assert!(imbalance.max <= workers as f64 + 1e-9, "{imbalance:?}");
+                if workers == 1 {
+                    assert_eq!(imbalance.max, 1.0, "one worker is always the mean");
+                }
+                if matches!(policy, PolicySpec::Forced(_)) {
                     let m = report.migrations;
                     assert!(
                         m.moves + m.splits + m.merges > 0,
                         "forced schedule changed nothing: {m:?}"
                     );
+                    // A move is to another worker: as many moved as were ordered, at least.
+                    assert!(m.partitions_moved >= m.moves, "{m:?}");
+                    if workers == 1 {
+                        assert_eq!((m.moves, m.partitions_moved), (0, 0), "{m:?}");
+                    }
                 }
             }
         }
+    }
+}
+
+#[test]
+fn unusable_policies_are_refused_by_name() {
+    for tau in [f64::NAN, 0.5, f64::INFINITY] {
+        let refused = Arc::new(Mutex::new(None));
+        let slot = Arc::clone(&refused);
+        timely::execute(timely::Config::thread(), move |worker| {
+            let config = equipoise::swarm::SwarmConfig::new(grid());
+            let mut input = InputHandle::<u64, timely::container::CapacityContainerBuilder<Vec<_>>>::new();
+            worker.dataflow::<u64, _, _>(|scope| {
+                let outcome = scope
+                    .input_from(&mut input)
+                    .swarm::<RangeQueries>(&config, equipoise::swarm::Policy::threshold(tau));
+                *slot.lock().unwrap() = outcome.err().map(|e| e.to_string());
+            });
+        })
+        .unwrap();
+        let error = refused.lock().unwrap().take().expect("refused");
+        assert!(error.contains("threshold tau") && error.contains("≥ 1"), "{error}");
     }
 }
 

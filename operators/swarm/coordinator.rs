@@ -8,6 +8,8 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
+use crate::common::Error;
+
 use super::cost::{normalized, system_received, WorkerLoad};
 use super::decision::{Decision, DecisionPolicy, FiveStage, RoundSummary, Threshold};
 use super::forced::random_change;
@@ -65,6 +67,15 @@ impl Policy {
     /// A forced schedule seeded with `seed`.
     pub fn forced(seed: u64) -> Self {
         Policy::Forced(SmallRng::seed_from_u64(seed))
+    }
+
+    /// Whether the policy's settings can be used: `swarm` refuses one that
+    /// cannot (a threshold that is NaN or below 1).
+    pub fn validate(&self) -> Result<(), Error> {
+        match self {
+            Policy::Adaptive(decision) => decision.validate(),
+            Policy::Static | Policy::Forced(_) => Ok(()),
+        }
     }
 }
 

@@ -5,6 +5,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::common::Error;
+
 /// What the coordinator does this round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Decision {
@@ -88,6 +90,10 @@ pub trait DecisionPolicy {
     fn name(&self) -> String;
     /// Decides for the round just ended.
     fn decide(&mut self, round: &RoundSummary<'_>) -> Verdict;
+    /// Whether the policy's settings can be used (`swarm` refuses it otherwise).
+    fn validate(&self) -> Result<(), Error> {
+        Ok(())
+    }
 }
 
 /// The paper's five-stage mechanism.
@@ -181,6 +187,21 @@ pub struct Threshold {
 impl DecisionPolicy for Threshold {
     fn name(&self) -> String {
         format!("threshold (tau {})", self.tau)
+    }
+
+    fn validate(&self) -> Result<(), Error> {
+        // Below 1 (or NaN) every round, balanced or not, would rebalance (or none would).
+        if self.tau.is_finite() && self.tau >= 1.0 {
+            Ok(())
+        } else {
+            Err(Error::invalid(
+                "SWARM threshold tau",
+                format!(
+                    "{}: must be a number ≥ 1 (the max/mean cost to rebalance above)",
+                    self.tau
+                ),
+            ))
+        }
     }
 
     fn decide(&mut self, round: &RoundSummary<'_>) -> Verdict {

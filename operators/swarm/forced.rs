@@ -7,20 +7,21 @@ use super::ids::IdMint;
 use super::index::{Axis, GlobalIndex, PlanChange, SplitLine};
 use super::merge::plan_merges;
 
-/// A random valid change to `index`: a move of a random partition to a
-/// random worker, a split of it at a random line (new ids from
+/// A random valid change to `index`: a move of a random partition to
+/// another worker, chosen at random, a split of it at a random line (new ids from
 /// `mint`, one part to a random worker), or a merge its owner can
-/// make. `None` when the drawn change is impossible (a one-cell-wide split,
-/// no mergeable pair).
+/// make. `None` when the drawn change is impossible (a move with one
+/// worker, a one-cell-wide split, no mergeable pair).
 pub fn random_change(rng: &mut impl Rng, index: &GlobalIndex, workers: usize, mint: &mut IdMint) -> Option<PlanChange> {
     let ids: Vec<_> = index.partitions().keys().copied().collect();
     let id = ids[rng.random_range(0..ids.len())];
     let info = *index.info(id).expect("listed partition");
     match rng.random_range(0..3) {
-        0 => Some(PlanChange::Move {
+        0 if workers > 1 => Some(PlanChange::Move {
             id,
-            to: rng.random_range(0..workers),
+            to: (info.owner + rng.random_range(1..workers)) % workers,
         }),
+        0 => None,
         1 => {
             let axis = if rng.random_bool(0.5) {
                 Axis::Rows

@@ -178,6 +178,21 @@ impl Grid {
     /// A grid of `columns × rows` cells over `bounds`, which must have a
     /// positive width and height.
     pub fn new(bounds: Rect, columns: u32, rows: u32) -> Result<Self, Error> {
+        // Rect's fields are public, so a rectangle may not have come from
+        // Rect::new: an infinite space would put every point in one column.
+        let (width, height) = (bounds.x2 - bounds.x1, bounds.y2 - bounds.y1);
+        if ![bounds.x1, bounds.y1, bounds.x2, bounds.y2, width, height]
+            .iter()
+            .all(|v| v.is_finite())
+        {
+            return Err(Error::invalid(
+                "grid bounds",
+                format!(
+                    "({}, {})–({}, {}): the space must be finite, and so its width and height",
+                    bounds.x1, bounds.y1, bounds.x2, bounds.y2
+                ),
+            ));
+        }
         if !(bounds.x1 < bounds.x2 && bounds.y1 < bounds.y2) {
             return Err(Error::invalid(
                 "grid bounds",
@@ -336,6 +351,24 @@ mod tests {
         assert!(Rect::new(0.0, f64::NAN, 1.0, 1.0).is_err());
         assert!(Grid::new(Rect::new(0.0, 0.0, 0.0, 1.0).unwrap(), 2, 2).is_err());
         assert!(Grid::new(Rect::new(0.0, 0.0, 1.0, 1.0).unwrap(), 0, 2).is_err());
+        for bounds in [
+            Rect {
+                x1: f64::NEG_INFINITY,
+                y1: 0.0,
+                x2: f64::INFINITY,
+                y2: 1.0,
+            },
+            Rect {
+                x1: 0.0,
+                y1: f64::NAN,
+                x2: 1.0,
+                y2: 1.0,
+            },
+            Rect::new(-f64::MAX, 0.0, f64::MAX, 1.0).unwrap(),
+        ] {
+            let error = Grid::new(bounds, 2, 2).unwrap_err().to_string();
+            assert!(error.contains("grid bounds") && error.contains("finite"), "{error}");
+        }
     }
 
     #[test]

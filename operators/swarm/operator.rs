@@ -179,8 +179,8 @@ pub trait Swarm<'scope, P, Q> {
     /// the epoch of the point that produced it, and the handles.
     ///
     /// An error if the configuration cannot be used (see
-    /// [`SwarmConfig::validate`], and blocks that cannot be laid out on the
-    /// grid).
+    /// [`SwarmConfig::validate`], [`Policy::validate`], and blocks that
+    /// cannot be laid out on the grid).
     ///
     /// ```
     /// use std::sync::{Arc, Mutex};
@@ -237,6 +237,7 @@ impl<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone> Swarm<'scope, P, 
         policy: Policy,
     ) -> Result<(StreamVec<'scope, u64, S::Output>, SwarmHandles), Error> {
         config.validate()?;
+        policy.validate()?;
         let scope = self.scope();
         let (me, workers) = (scope.index(), scope.peers());
         let round = config.round;
