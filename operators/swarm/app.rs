@@ -1,12 +1,15 @@
 //! The application interface: what SWARM keeps per partition, and the
 //! built-in application, continuous range queries over a point stream.
 
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use timely::ExchangeData;
 
-use crate::common::hash::splitmix64;
+use crate::common::hash::{splitmix64, FingerprintHasher};
 
-use super::geometry::{CellRect, Grid, OutOfBounds, Rect};
+use super::geometry::{Cell, CellRect, Grid, OutOfBounds, Rect};
 use super::stats::QueryAge;
 
 /// A data point: an id, a position, and what the application needs besides
@@ -76,9 +79,50 @@ impl<Q> Query<Q> {
 /// Per-partition application state. SWARM creates it empty, feeds it the
 /// partition's queries, removals and points (in that order within an
 /// epoch), splits and merges it with the partition, and moves it between
-/// workers (serialized) when the partition moves. Statistics stay SWARM's
-/// own; the application only reports which queries it stores, so statistics
-/// can be rebuilt after splits and merges.
+/// workers (serialized with serde, so the state and its payloads derive
+/// `Serialize` and `Deserialize`) when the partition moves. Statistics stay
+/// SWARM's own.
+///
+/// An application keeps its queries in a [`Registered`], which files each
+/// by the cells it overlaps, and says how a point is evaluated; everything
+/// else (registration, removal, split, merge, the cells for statistics,
+/// the bytes moved) has a default built on [`registered`](Self::registered).
+/// Override those only when the state holds more than its queries.
+///
+/// ```
+/// use equipoise::swarm::{Cell, PartitionState, Point, Registered};
+/// use serde::{Deserialize, Serialize};
+///
+/// /// Circles: a query's payload is its radius around the rectangle's centre.
+/// #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// struct Circles {
+///     queries: Registered<f64>,
+/// }
+///
+/// impl PartitionState for Circles {
+///     type Point = ();
+///     type Query = f64;
+///     type Output = (u64, u64);
+///
+///     fn registered(&self) -> &Registered<f64> {
+///         &self.queries
+///     }
+///
+///     fn registered_mut(&mut self) -> &mut Registered<f64> {
+///         &mut self.queries
+///     }
+///
+///     fn evaluate(&mut self, point: &Point, cell: Cell, emit: &mut dyn FnMut((u64, u64))) -> u64 {
+///         // Only the queries overlapping the point's cell are looked at.
+///         self.queries.for_each_in(cell, |query| {
+///             let (cx, cy) = ((query.rect.x1 + query.rect.x2) / 2.0, (query.rect.y1 + query.rect.y2) / 2.0);
+///             if (point.x - cx).hypot(point.y - cy) <= query.data {
+///                 emit((query.id, point.id));
+///             }
+///         })
+///     }
+/// }
+/// ```
 pub trait PartitionState: Default + Clone + ExchangeData {
     /// What a point carries besides its position.
     type Point: Clone + ExchangeData;
@@ -86,23 +130,56 @@ pub trait PartitionState: Default + Clone + ExchangeData {
     type Query: Clone + ExchangeData;
     /// What evaluating a point emits into SWARM's output stream.
     type Output: Clone + 'static;
-    /// Registers `query` (a copy of it, for this partition) in round `round`.
-    fn add_query(&mut self, query: Query<Self::Query>, round: u64);
+
+    /// The queries held.
+    fn registered(&self) -> &Registered<Self::Query>;
+
+    /// The queries held, to change.
+    fn registered_mut(&mut self) -> &mut Registered<Self::Query>;
+
+    /// Evaluates a point that lies in `cell`: emits its results and returns
+    /// how many point–query checks it made (the work the cost model prices).
+    fn evaluate(&mut self, point: &Point<Self::Point>, cell: Cell, emit: &mut dyn FnMut(Self::Output)) -> u64;
+
+    /// Registers `query` (a copy of it, for this partition), which overlaps
+    /// `cells` of the partition, in round `round`.
+    fn add_query(&mut self, query: Query<Self::Query>, cells: CellRect, round: u64) {
+        self.registered_mut().add(query, cells, round);
+    }
+
     /// Removes the query `id`; whether this partition held it.
-    fn remove_query(&mut self, id: u64) -> bool;
-    /// Evaluates a point: emits its results and returns how many
-    /// point–query checks it made (the work the cost model prices).
-    fn evaluate(&mut self, point: &Point<Self::Point>, emit: &mut dyn FnMut(Self::Output)) -> u64;
+    fn remove_query(&mut self, id: u64) -> bool {
+        self.registered_mut().remove(id)
+    }
+
     /// Splits into the states of two parts (a query overlapping both parts
-    /// goes to both).
-    fn split(self, grid: &Grid, first: &CellRect, second: &CellRect) -> (Self, Self);
-    /// Merges the state of an adjacent partition (a query held by both is kept once).
-    fn merge(&mut self, other: Self);
+    /// goes to both). The default splits the queries; any other state stays
+    /// with the first part.
+    fn split(mut self, first: &CellRect, second: &CellRect) -> (Self, Self) {
+        let (a, b) = std::mem::take(self.registered_mut()).split(first, second);
+        let mut other = Self::default();
+        *self.registered_mut() = a;
+        *other.registered_mut() = b;
+        (self, other)
+    }
+
+    /// Merges the state of an adjacent partition (a query held by both is
+    /// kept once). The default merges the queries.
+    fn merge(&mut self, mut other: Self) {
+        let theirs = std::mem::take(other.registered_mut());
+        self.registered_mut().merge(theirs);
+    }
+
     /// The stored queries' cells (clipped to `within`, relative to it) and
     /// ages, for rebuilding statistics at the end of round `round`.
-    fn query_cells(&self, grid: &Grid, within: &CellRect, round: u64) -> Vec<(CellRect, QueryAge)>;
+    fn query_cells(&self, within: &CellRect, round: u64) -> Vec<(CellRect, QueryAge)> {
+        self.registered().query_cells(within, round)
+    }
+
     /// Bytes the state takes when moved.
-    fn moved_bytes(&self) -> usize;
+    fn moved_bytes(&self) -> usize {
+        self.registered().moved_bytes()
+    }
 }
 
 /// The cells a query overlaps (records are finite by construction, and
@@ -112,18 +189,50 @@ pub(crate) fn query_cells_of(grid: &Grid, rect: &Rect) -> CellRect {
         .expect("query rectangles are finite by construction")
 }
 
-/// The queries a partition holds, each with the round it was registered in:
-/// the bookkeeping every application that stores whole queries shares
-/// (removal, split, merge, the cells for statistics).
+/// One query held by a partition: the round it was registered in and the
+/// partition's cells it overlaps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(bound = "Q: Serialize + DeserializeOwned")]
+struct Held<Q> {
+    query: Query<Q>,
+    round: u64,
+    cells: CellRect,
+}
+
+/// A cell as a map key.
+fn key(cell: Cell) -> u64 {
+    (u64::from(cell.row) << 32) | u64::from(cell.col)
+}
+
+type CellIndex = HashMap<u64, Vec<u32>, BuildHasherDefault<FingerprintHasher>>;
+
+/// The queries a partition holds, each with the round it was registered in
+/// and filed by the cells it overlaps, so that a point meets only the
+/// queries of its own cell: the cost of a point does not grow with the
+/// partition's size. The bookkeeping every application that stores whole
+/// queries shares (removal, split, merge, the cells for statistics).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(bound = "Q: Serialize + DeserializeOwned")]
 pub struct Registered<Q> {
-    queries: Vec<(Query<Q>, u64)>,
+    queries: Vec<Held<Q>>,
+    /// Cell → positions in `queries`; built when first needed after a move,
+    /// split or merge (it is not sent with a moving partition).
+    #[serde(skip)]
+    by_cell: Option<CellIndex>,
 }
 
 impl<Q> Default for Registered<Q> {
     fn default() -> Self {
-        Registered { queries: Vec::new() }
+        Registered {
+            queries: Vec::new(),
+            by_cell: None,
+        }
+    }
+}
+
+impl<Q: PartialEq> PartialEq for Registered<Q> {
+    fn eq(&self, other: &Self) -> bool {
+        self.queries == other.queries
     }
 }
 
@@ -138,59 +247,117 @@ impl<Q: Clone> Registered<Q> {
         self.queries.is_empty()
     }
 
-    /// The queries held, in registration order.
+    /// The queries held.
     pub fn iter(&self) -> impl Iterator<Item = &Query<Q>> {
-        self.queries.iter().map(|(query, _)| query)
+        self.queries.iter().map(|held| &held.query)
     }
 
-    /// The query at `position` in registration order.
+    /// The query at `position` (positions change when queries are removed).
     pub fn get(&self, position: usize) -> Option<&Query<Q>> {
-        self.queries.get(position).map(|(query, _)| query)
+        self.queries.get(position).map(|held| &held.query)
     }
 
-    /// Holds `query`, registered in `round`.
-    pub fn add(&mut self, query: Query<Q>, round: u64) {
-        self.queries.push((query, round));
+    /// Calls `f` on every query held that overlaps `cell`; how many.
+    #[inline]
+    pub fn for_each_in(&mut self, cell: Cell, mut f: impl FnMut(&Query<Q>)) -> u64 {
+        let Registered { queries, by_cell } = self;
+        let index = by_cell.get_or_insert_with(|| {
+            let mut index = CellIndex::default();
+            for (position, held) in queries.iter().enumerate() {
+                for cell in held.cells.iter() {
+                    index.entry(key(cell)).or_default().push(position as u32);
+                }
+            }
+            index
+        });
+        let Some(positions) = index.get(&key(cell)) else {
+            return 0;
+        };
+        for &position in positions {
+            f(&queries[position as usize].query);
+        }
+        positions.len() as u64
+    }
+
+    /// Holds `query`, which overlaps `cells` of the partition, registered in `round`.
+    pub fn add(&mut self, query: Query<Q>, cells: CellRect, round: u64) {
+        if let Some(index) = &mut self.by_cell {
+            for cell in cells.iter() {
+                index.entry(key(cell)).or_default().push(self.queries.len() as u32);
+            }
+        }
+        self.queries.push(Held { query, round, cells });
     }
 
     /// Drops the query `id`; whether it was held.
     pub fn remove(&mut self, id: u64) -> bool {
-        let before = self.queries.len();
-        self.queries.retain(|(query, _)| query.id != id);
-        self.queries.len() != before
+        let Some(position) = self.queries.iter().position(|held| held.query.id == id) else {
+            return false;
+        };
+        let last = self.queries.len() - 1;
+        let removed = self.queries.swap_remove(position);
+        if let Some(index) = &mut self.by_cell {
+            // Unfile the removed query, and refile the last one at its place.
+            for cell in removed.cells.iter() {
+                if let Some(positions) = index.get_mut(&key(cell)) {
+                    positions.retain(|&p| p as usize != position);
+                }
+            }
+            if position != last {
+                for cell in self.queries[position].cells.iter() {
+                    for p in index.get_mut(&key(cell)).into_iter().flatten() {
+                        if *p as usize == last {
+                            *p = position as u32;
+                        }
+                    }
+                }
+            }
+        }
+        true
     }
 
     /// The queries of each part (one overlapping both goes to both).
-    pub fn split(self, grid: &Grid, first: &CellRect, second: &CellRect) -> (Self, Self) {
+    pub fn split(self, first: &CellRect, second: &CellRect) -> (Self, Self) {
         let (mut a, mut b) = (Self::default(), Self::default());
-        for (query, round) in self.queries {
-            let range = query_cells_of(grid, &query.rect);
-            if range.overlaps(first) {
-                a.queries.push((query.clone(), round));
+        for held in self.queries {
+            if let Some(cells) = held.cells.intersection(first) {
+                a.queries.push(Held { cells, ..held.clone() });
             }
-            if range.overlaps(second) {
-                b.queries.push((query, round));
+            if let Some(cells) = held.cells.intersection(second) {
+                b.queries.push(Held { cells, ..held });
             }
         }
         (a, b)
     }
 
-    /// Adds the queries of `other` not held already.
+    /// Adds the queries of `other`, an adjacent partition's, not held
+    /// already; a query held by both covers its cells in both.
     pub fn merge(&mut self, other: Self) {
-        for (query, round) in other.queries {
-            if !self.queries.iter().any(|(held, _)| held.id == query.id) {
-                self.queries.push((query, round));
+        let mine: HashMap<u64, usize> = self
+            .queries
+            .iter()
+            .enumerate()
+            .map(|(position, held)| (held.query.id, position))
+            .collect();
+        for held in other.queries {
+            match mine.get(&held.query.id) {
+                Some(&position) => {
+                    let cells = &mut self.queries[position].cells;
+                    *cells = cells.bounding(&held.cells);
+                }
+                None => self.queries.push(held),
             }
         }
+        self.by_cell = None;
     }
 
     /// See [`PartitionState::query_cells`].
-    pub fn query_cells(&self, grid: &Grid, within: &CellRect, round: u64) -> Vec<(CellRect, QueryAge)> {
+    pub fn query_cells(&self, within: &CellRect, round: u64) -> Vec<(CellRect, QueryAge)> {
         self.queries
             .iter()
-            .filter_map(|(query, registered)| {
-                let clipped = query_cells_of(grid, &query.rect).intersection(within)?;
-                let age = if *registered == round {
+            .filter_map(|held| {
+                let clipped = held.cells.intersection(within)?;
+                let age = if held.round == round {
                     QueryAge::LastRound
                 } else {
                     QueryAge::Earlier
@@ -202,7 +369,7 @@ impl<Q: Clone> Registered<Q> {
 
     /// Bytes the queries take when moved.
     pub fn moved_bytes(&self) -> usize {
-        8 + self.queries.len() * std::mem::size_of::<(Query<Q>, u64)>()
+        8 + self.queries.len() * std::mem::size_of::<Held<Q>>()
     }
 }
 
@@ -224,8 +391,8 @@ impl Match {
 }
 
 /// Continuous range queries: a partition keeps its registered queries,
-/// checks each new point against all of them and emits a [`Match`] for every
-/// query whose rectangle holds it.
+/// checks each new point against those overlapping its cell and emits a
+/// [`Match`] for every query whose rectangle holds it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RangeQueries {
     queries: Registered<()>,
@@ -248,57 +415,58 @@ impl PartitionState for RangeQueries {
     type Query = ();
     type Output = Match;
 
-    fn add_query(&mut self, query: Query, round: u64) {
-        self.queries.add(query, round);
+    fn registered(&self) -> &Registered<()> {
+        &self.queries
     }
 
-    fn remove_query(&mut self, id: u64) -> bool {
-        self.queries.remove(id)
+    fn registered_mut(&mut self) -> &mut Registered<()> {
+        &mut self.queries
     }
 
-    fn evaluate(&mut self, point: &Point, emit: &mut dyn FnMut(Match)) -> u64 {
-        for query in self.queries.iter() {
+    fn evaluate(&mut self, point: &Point, cell: Cell, emit: &mut dyn FnMut(Match)) -> u64 {
+        self.queries.for_each_in(cell, |query| {
             if query.rect.contains(point.x, point.y) {
                 emit(Match {
                     query: query.id,
                     point: point.id,
                 });
             }
-        }
-        self.queries.len() as u64
-    }
-
-    fn split(self, grid: &Grid, first: &CellRect, second: &CellRect) -> (Self, Self) {
-        let (a, b) = self.queries.split(grid, first, second);
-        (RangeQueries { queries: a }, RangeQueries { queries: b })
-    }
-
-    fn merge(&mut self, other: Self) {
-        self.queries.merge(other.queries);
-    }
-
-    fn query_cells(&self, grid: &Grid, within: &CellRect, round: u64) -> Vec<(CellRect, QueryAge)> {
-        self.queries.query_cells(grid, within, round)
-    }
-
-    fn moved_bytes(&self) -> usize {
-        self.queries.moved_bytes()
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    fn grid() -> Grid {
+        Grid::new(Rect::new(0.0, 0.0, 10.0, 10.0).unwrap(), 10, 10).unwrap()
+    }
+
+    fn add(state: &mut RangeQueries, id: u64, rect: Rect, within: &CellRect, round: u64) {
+        let cells = query_cells_of(&grid(), &rect).intersection(within).unwrap();
+        state.add_query(Query::new(id, rect), cells, round);
+    }
+
+    fn evaluate(state: &mut RangeQueries, x: f64, y: f64) -> (u64, Vec<u64>) {
+        let cell = grid().cell_of(x, y, OutOfBounds::Reject).unwrap();
+        let mut matched = Vec::new();
+        let checks = state.evaluate(&Point::new(9, x, y), cell, &mut |m| matched.push(m.query));
+        matched.sort();
+        (checks, matched)
+    }
 
     #[test]
     fn range_queries_match_split_and_merge() {
-        let grid = Grid::new(Rect::new(0.0, 0.0, 10.0, 10.0).unwrap(), 10, 10).unwrap();
+        let all = grid().all();
         let mut state = RangeQueries::default();
-        state.add_query(Query::new(1, Rect::new(0.0, 0.0, 4.0, 4.0).unwrap()), 0);
-        state.add_query(Query::new(2, Rect::new(3.0, 3.0, 8.0, 8.0).unwrap()), 1);
-        let mut matched = Vec::new();
-        let checks = state.evaluate(&Point::new(9, 3.5, 4.0), &mut |m| matched.push(m.query));
-        assert_eq!((checks, matched), (2, vec![1, 2]));
+        add(&mut state, 1, Rect::new(0.0, 0.0, 4.0, 4.0).unwrap(), &all, 0);
+        add(&mut state, 2, Rect::new(3.0, 3.0, 8.0, 8.0).unwrap(), &all, 1);
+        assert_eq!(evaluate(&mut state, 3.5, 4.0), (2, vec![1, 2]));
+        // A point meets only the queries of its own cell.
+        assert_eq!(evaluate(&mut state, 7.5, 7.5), (1, vec![2]));
+        assert_eq!(evaluate(&mut state, 9.5, 0.5), (0, vec![]));
 
         let top = CellRect {
             row0: 0,
@@ -312,13 +480,16 @@ mod tests {
             row1: 9,
             col1: 9,
         };
-        let (mut a, b) = state.clone().split(&grid, &top, &bottom);
+        let (mut a, mut b) = state.clone().split(&top, &bottom);
         assert_eq!((a.len(), b.len()), (2, 1));
+        assert_eq!(evaluate(&mut b, 7.5, 7.5), (1, vec![2]));
         a.merge(b);
         assert_eq!(a.len(), 2);
+        assert_eq!(evaluate(&mut a, 7.5, 7.5), (1, vec![2]));
         assert!(a.remove_query(2));
         assert!(!a.remove_query(2));
-        let cells = state.query_cells(&grid, &bottom, 1);
+        assert_eq!(evaluate(&mut a, 3.5, 3.5), (1, vec![1]));
+        let cells = state.query_cells(&bottom, 1);
         assert_eq!(
             cells,
             vec![(
@@ -331,5 +502,70 @@ mod tests {
                 QueryAge::LastRound
             )]
         );
+    }
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        Add(u64, f64, f64, f64, f64),
+        Remove(u64),
+        SplitMerge(u32),
+        Point(f64, f64),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            (0..30u64, 0.0..10.0, 0.0..10.0, 0.0..4.0, 0.0..4.0).prop_map(
+                |(id, x, y, w, h): (u64, f64, f64, f64, f64)| Step::Add(id, x, y, (x + w).min(10.0), (y + h).min(10.0))
+            ),
+            (0..30u64).prop_map(Step::Remove),
+            (0..9u32).prop_map(Step::SplitMerge),
+            (0.0..10.0, 0.0..10.0).prop_map(|(x, y)| Step::Point(x, y)),
+        ]
+    }
+
+    proptest! {
+        /// Through adds, removals, splits and merges, the cell index gives
+        /// every point exactly the queries that hold it among those held
+        /// (a linear scan is the reference), and checks exactly those
+        /// overlapping its cell.
+        #[test]
+        fn the_cell_index_agrees_with_a_scan(steps in proptest::collection::vec(step(), 1..80)) {
+            let all = grid().all();
+            let mut state = RangeQueries::default();
+            let mut held: Vec<(u64, Rect)> = Vec::new();
+            for step in steps {
+                match step {
+                    Step::Add(id, x1, y1, x2, y2) => {
+                        let rect = Rect::new(x1, y1, x2, y2).unwrap();
+                        if !held.iter().any(|(h, _)| *h == id) {
+                            add(&mut state, id, rect, &all, 0);
+                            held.push((id, rect));
+                        }
+                    }
+                    Step::Remove(id) => {
+                        let was = held.iter().any(|(h, _)| *h == id);
+                        held.retain(|(h, _)| *h != id);
+                        prop_assert_eq!(state.remove_query(id), was);
+                    }
+                    Step::SplitMerge(after) => {
+                        let line = crate::swarm::SplitLine { axis: crate::swarm::Axis::Columns, after };
+                        let (first, second) = line.parts(&all).unwrap();
+                        let (mut a, b) = state.clone().split(&first, &second);
+                        a.merge(b);
+                        state = a;
+                    }
+                    Step::Point(x, y) => {
+                        let cell = grid().cell_of(x, y, OutOfBounds::Reject).unwrap();
+                        let mut want: Vec<u64> = held.iter().filter(|(_, r)| r.contains(x, y)).map(|(id, _)| *id).collect();
+                        want.sort();
+                        let overlapping = held.iter().filter(|(_, r)| query_cells_of(&grid(), r).contains(cell)).count();
+                        let (checks, got) = evaluate(&mut state, x, y);
+                        prop_assert_eq!(got, want);
+                        prop_assert_eq!(checks, overlapping as u64);
+                    }
+                }
+            }
+            prop_assert_eq!(state.len(), held.len());
+        }
     }
 }

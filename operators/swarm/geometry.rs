@@ -142,6 +142,22 @@ impl CellRect {
         }
     }
 
+    /// The smallest rectangle holding both.
+    pub fn bounding(&self, other: &CellRect) -> CellRect {
+        CellRect {
+            row0: self.row0.min(other.row0),
+            col0: self.col0.min(other.col0),
+            row1: self.row1.max(other.row1),
+            col1: self.col1.max(other.col1),
+        }
+    }
+
+    /// Its cells, row by row.
+    pub fn iter(&self) -> impl Iterator<Item = Cell> {
+        let (col0, col1) = (self.col0, self.col1);
+        (self.row0..=self.row1).flat_map(move |row| (col0..=col1).map(move |col| Cell { row, col }))
+    }
+
     /// The smallest rectangle holding both, if their union is exactly that
     /// rectangle (they are edge-adjacent with a common full side).
     pub fn union_if_rectangle(&self, other: &CellRect) -> Option<CellRect> {
@@ -151,12 +167,7 @@ impl CellRect {
         let stacked = self.col0 == other.col0
             && self.col1 == other.col1
             && (self.row1 + 1 == other.row0 || other.row1 + 1 == self.row0);
-        (side_by_side || stacked).then(|| CellRect {
-            row0: self.row0.min(other.row0),
-            col0: self.col0.min(other.col0),
-            row1: self.row1.max(other.row1),
-            col1: self.col1.max(other.col1),
-        })
+        (side_by_side || stacked).then(|| self.bounding(other))
     }
 }
 

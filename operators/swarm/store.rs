@@ -89,14 +89,6 @@ impl<S: PartitionState> Store<S> {
         &self.partitions
     }
 
-    fn held(&mut self, id: PartitionId) -> &mut Partition<S> {
-        // Routing by the plan valid at a record's time sends it only to the
-        // partition's owner at that time, which holds it.
-        self.partitions
-            .get_mut(&id)
-            .unwrap_or_else(|| panic!("worker {} does not hold partition {id}", self.me))
-    }
-
     /// Applies one record routed to partition `id` in round `round`: queries
     /// are registered or removed, points evaluated (their results go to
     /// `emit`). Returns the point–query checks made.
@@ -107,23 +99,30 @@ impl<S: PartitionState> Store<S> {
         round: u64,
         emit: &mut dyn FnMut(S::Output),
     ) -> u64 {
-        let grid = self.index.grid().clone();
-        let partition = self.held(id);
+        let me = self.me;
+        let Store { index, partitions, .. } = self;
+        let grid = index.grid();
+        // Routing by the plan valid at a record's time sends it only to the
+        // partition's owner at that time, which holds it.
+        let partition = partitions
+            .get_mut(&id)
+            .unwrap_or_else(|| panic!("worker {me} does not hold partition {id}"));
         let rect = partition.rect;
+        // The query's cells in the partition.
         let clip = |query: &Rect| {
-            query_cells_of(&grid, query)
+            query_cells_of(grid, query)
                 .intersection(&rect)
                 .expect("a query copy goes only to partitions it overlaps")
-                .relative_to(&rect)
         };
         match record {
             Dispatched::Query(query) => {
-                partition.stats.record_query(&clip(&query.rect));
-                partition.state.add_query(query, round);
+                let cells = clip(&query.rect);
+                partition.stats.record_query(&cells.relative_to(&rect));
+                partition.state.add_query(query, cells, round);
                 0
             }
-            Dispatched::Removal { id, rect } => {
-                partition.stats.record_removal(&clip(&rect));
+            Dispatched::Removal { id, rect: area } => {
+                partition.stats.record_removal(&clip(&area).relative_to(&rect));
                 partition.state.remove_query(id);
                 0
             }
@@ -135,7 +134,7 @@ impl<S: PartitionState> Store<S> {
                     row: cell.row - rect.row0,
                     col: cell.col - rect.col0,
                 });
-                partition.state.evaluate(&point, emit)
+                partition.state.evaluate(&point, cell, emit)
             }
         }
     }
@@ -173,7 +172,6 @@ impl<S: PartitionState> Store<S> {
         floor: f64,
         round: u64,
     ) -> Vec<PlanChange> {
-        let grid = self.index.grid().clone();
         let Store {
             me, partitions, mint, ..
         } = self;
@@ -192,7 +190,7 @@ impl<S: PartitionState> Store<S> {
                 };
                 let (a, b) = line.parts(&rect).expect("a split line lies inside its partition");
                 let mut part = |cells: CellRect, second: bool| {
-                    let queries = partition.state.query_cells(&grid, &cells, round);
+                    let queries = partition.state.query_cells(&cells, round);
                     (
                         mint.mint(),
                         cells,
@@ -292,7 +290,6 @@ impl<S: PartitionState> Store<S> {
         update: &PlanUpdate,
         round: u64,
     ) -> Result<Vec<(usize, PartitionPacket<S>)>, Error> {
-        let grid = self.index.grid().clone();
         for change in &update.changes {
             match *change {
                 PlanChange::Move { .. } => {}
@@ -306,17 +303,15 @@ impl<S: PartitionState> Store<S> {
                         let (a, b) = line
                             .parts(&whole.rect)
                             .ok_or_else(|| Error::invalid("plan change", format!("{line:?} outside {id}")))?;
-                        let (state_a, state_b) = whole.state.split(&grid, &a, &b);
-                        let stats_a = whole.stats.split_part(
-                            line.axis,
-                            line.after,
-                            false,
-                            &state_a.query_cells(&grid, &a, round),
-                        );
+                        let (state_a, state_b) = whole.state.split(&a, &b);
+                        let stats_a =
+                            whole
+                                .stats
+                                .split_part(line.axis, line.after, false, &state_a.query_cells(&a, round));
                         let stats_b =
                             whole
                                 .stats
-                                .split_part(line.axis, line.after, true, &state_b.query_cells(&grid, &b, round));
+                                .split_part(line.axis, line.after, true, &state_b.query_cells(&b, round));
                         self.partitions.insert(
                             first.0,
                             Partition {
@@ -364,7 +359,7 @@ impl<S: PartitionState> Store<S> {
                             &a.rect,
                             &b.stats,
                             &b.rect,
-                            &state.query_cells(&grid, &rect, round),
+                            &state.query_cells(&rect, round),
                         );
                         self.partitions.insert(
                             into,

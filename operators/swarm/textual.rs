@@ -16,8 +16,8 @@ use crate::common::hash::key_hash;
 
 use super::app::{Match, PartitionState, Point, Query, Registered};
 use super::cost::CostModel;
-use super::geometry::{CellRect, Grid};
-use super::stats::{QueryAge, Totals};
+use super::geometry::{Cell, CellRect};
+use super::stats::Totals;
 
 /// A set of keywords, as sorted distinct 64-bit ids.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -99,25 +99,27 @@ impl PartitionState for SpatioTextual {
     type Query = Keywords;
     type Output = Match;
 
-    fn add_query(&mut self, query: Query<Keywords>, round: u64) {
+    fn registered(&self) -> &Registered<Keywords> {
+        &self.queries
+    }
+
+    fn registered_mut(&mut self) -> &mut Registered<Keywords> {
+        // The caller may change the queries: the keyword index is rebuilt.
+        self.index = None;
+        &mut self.queries
+    }
+
+    fn add_query(&mut self, query: Query<Keywords>, cells: CellRect, round: u64) {
         if let Some(index) = &mut self.index {
             index
                 .entry(Self::filed_under(&query))
                 .or_default()
                 .push(self.queries.len());
         }
-        self.queries.add(query, round);
+        self.queries.add(query, cells, round);
     }
 
-    fn remove_query(&mut self, id: u64) -> bool {
-        let removed = self.queries.remove(id);
-        if removed {
-            self.index = None;
-        }
-        removed
-    }
-
-    fn evaluate(&mut self, point: &Point<Keywords>, emit: &mut dyn FnMut(Match)) -> u64 {
+    fn evaluate(&mut self, point: &Point<Keywords>, _: Cell, emit: &mut dyn FnMut(Match)) -> u64 {
         self.index();
         let (index, queries) = (self.index.as_ref().expect("built"), &self.queries);
         let mut checks = 0;
@@ -135,29 +137,6 @@ impl PartitionState for SpatioTextual {
             }
         }
         checks
-    }
-
-    fn split(self, grid: &Grid, first: &CellRect, second: &CellRect) -> (Self, Self) {
-        let (a, b) = self.queries.split(grid, first, second);
-        (
-            SpatioTextual {
-                queries: a,
-                index: None,
-            },
-            SpatioTextual {
-                queries: b,
-                index: None,
-            },
-        )
-    }
-
-    fn merge(&mut self, other: Self) {
-        self.queries.merge(other.queries);
-        self.index = None;
-    }
-
-    fn query_cells(&self, grid: &Grid, within: &CellRect, round: u64) -> Vec<(CellRect, QueryAge)> {
-        self.queries.query_cells(grid, within, round)
     }
 
     fn moved_bytes(&self) -> usize {
@@ -209,16 +188,20 @@ mod tests {
     fn a_point_matches_inside_with_every_keyword_and_is_checked_only_against_its_keywords() {
         let mut state = SpatioTextual::default();
         let area = Rect::new(0.0, 0.0, 10.0, 10.0).unwrap();
-        state.add_query(Query::new(1, area).with(Keywords::words(["cafe", "wifi"])), 0);
-        state.add_query(Query::new(2, area).with(Keywords::words(["museum"])), 0);
-        state.add_query(Query::new(3, area).with(Keywords::default()), 0);
+        // The partition is one cell: every query overlaps it.
+        let cell = Cell { row: 0, col: 0 };
+        let cells = CellRect::spanning(cell, cell).unwrap();
+        state.add_query(Query::new(1, area).with(Keywords::words(["cafe", "wifi"])), cells, 0);
+        state.add_query(Query::new(2, area).with(Keywords::words(["museum"])), cells, 0);
+        state.add_query(Query::new(3, area).with(Keywords::default()), cells, 0);
         state.add_query(
             Query::new(4, Rect::new(20.0, 20.0, 30.0, 30.0).unwrap()).with(Keywords::words(["cafe"])),
+            cells,
             0,
         );
         let mut seen = Vec::new();
         let point = Point::new(9, 5.0, 5.0).with(Keywords::words(["wifi", "cafe", "bar"]));
-        let checks = state.evaluate(&point, &mut |m| seen.push(m.query));
+        let checks = state.evaluate(&point, cell, &mut |m| seen.push(m.query));
         seen.sort();
         assert_eq!(seen, vec![1, 3]);
         // Query 3 (no keyword) always; 1 and 4 only if filed under one of
@@ -226,7 +209,7 @@ mod tests {
         assert!((1..=3).contains(&checks), "{checks}");
         assert!(state.remove_query(1));
         let mut seen = Vec::new();
-        state.evaluate(&point, &mut |m| seen.push(m.query));
+        state.evaluate(&point, cell, &mut |m| seen.push(m.query));
         assert_eq!(seen, vec![3]);
     }
 
