@@ -107,7 +107,8 @@ struct Model {
     rows: u32,
     cols: u32,
     round: u32,
-    points: Vec<(Cell, u32)>,
+    // cell, round, checks made for it
+    points: Vec<(Cell, u32, u64)>,
     // range, round added, round removed
     queries: Vec<(CellRect, u32, Option<u32>)>,
 }
@@ -123,11 +124,14 @@ impl Model {
     /// Totals of the sub-rectangle `part` (relative cells), by brute force.
     fn totals(&self, part: &CellRect) -> Totals {
         let mut t = Totals::default();
-        for &(cell, round) in &self.points {
+        for &(cell, round, checks) in &self.points {
             if part.contains(cell) {
-                t.n += 0.5f64.powi((self.round - 1 - round) as i32);
+                let decay = 0.5f64.powi((self.round - 1 - round) as i32);
+                t.n += decay;
+                t.c += decay * checks as f64;
                 if round + 1 == self.round {
                     t.rn += 1.0;
+                    t.rc += checks as f64;
                 }
             }
         }
@@ -169,8 +173,10 @@ fn run_rounds(seed: u64, rows: u32, cols: u32, rounds: u32, mut check: impl FnMu
                 row: rng.random_range(0..rows),
                 col: rng.random_range(0..cols),
             };
+            let checks = rng.random_range(0..5);
             stats.record_point(cell);
-            model.points.push((cell, model.round));
+            stats.record_checks(cell, checks);
+            model.points.push((cell, model.round, checks));
         }
         for _ in 0..rng.random_range(0..6) {
             let range = random_range(&mut rng, rows, cols);
@@ -198,7 +204,7 @@ fn close(a: f64, b: f64) -> bool {
 }
 
 fn close_totals(a: &Totals, b: &Totals) -> bool {
-    close(a.n, b.n) && close(a.q, b.q) && close(a.rn, b.rn) && close(a.rq, b.rq)
+    close(a.n, b.n) && close(a.q, b.q) && close(a.rn, b.rn) && close(a.rq, b.rq) && close(a.c, b.c) && close(a.rc, b.rc)
 }
 
 proptest! {
@@ -224,6 +230,7 @@ proptest! {
                     let t = model.totals(&upto);
                     let l = lines[i as usize];
                     assert!(close(l.n, t.n) && close(l.rn, t.rn), "N/RN {axis:?} {i}");
+                    assert!(close(l.c, t.c) && close(l.rc, t.rc), "C/RC {axis:?} {i}");
                     let q = model.queries.iter().filter(|q| model.registered(q) && starts_upto(q)).count();
                     let rq = model.queries.iter().filter(|q| model.last_round(q) && starts_upto(q)).count();
                     assert_eq!(l.q, q as i64, "Q {axis:?} {i}");
@@ -286,7 +293,10 @@ fn merging_split_parts_restores_the_point_statistics() {
                     .zip(stats.rows())
                     .chain(merged.cols().iter().zip(stats.cols()))
                 {
-                    assert!(close(x.n, y.n) && close(x.rn, y.rn), "{axis:?} {after}: {x:?} vs {y:?}");
+                    assert!(
+                        close(x.n, y.n) && close(x.rn, y.rn) && close(x.c, y.c) && close(x.rc, y.rc),
+                        "{axis:?} {after}: {x:?} vs {y:?}"
+                    );
                 }
             }
         }

@@ -24,11 +24,11 @@ pub trait CostModel {
     }
 }
 
-/// Continuous range queries: every new point is checked against the
-/// partition's queries and every new query against its points, plus a
-/// handling cost α per new object:
-/// Num(C(p)) = RN·Q + RQ·N + α·(RN + RQ); keeping a partition for a round
-/// costs `upkeep` checks.
+/// Continuous range queries: the point–query checks the partition's
+/// application made in the round (each point meets the queries of its own
+/// cell), plus a handling cost α per new object:
+/// Num(C(p)) = RC + α·(RN + RQ); keeping a partition for a round costs
+/// `upkeep` checks.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RangeQueryCost {
     /// Cost of handling one new object, in point–query checks.
@@ -48,7 +48,7 @@ impl Default for RangeQueryCost {
 
 impl CostModel for RangeQueryCost {
     fn work(&self, t: &Totals) -> f64 {
-        t.rn * t.q + t.rq * t.n + self.alpha * (t.rn + t.rq)
+        t.rc + self.alpha * (t.rn + t.rq)
     }
 
     fn upkeep(&self) -> f64 {
@@ -104,8 +104,10 @@ mod tests {
             q: 3.0,
             rn: 4.0,
             rq: 1.0,
+            c: 30.0,
+            rc: 22.0,
         };
-        assert_eq!(model.work(&t), 4.0 * 3.0 + 1.0 * 10.0 + 5.0);
+        assert_eq!(model.work(&t), 22.0 + 5.0);
         assert_eq!(model.received(&t), 5.0);
         let load = WorkerLoad::of(&model, [&t, &t]);
         assert_eq!(

@@ -334,4 +334,52 @@ mod tests {
         );
         assert_eq!(executors[1].figures().partitions_held, 2);
     }
+
+    #[test]
+    fn a_part_split_and_moved_in_one_update_leaves_once() {
+        let (index, mut executors) = executors();
+        let mut arrivals = vec![Vec::new(), Vec::new()];
+        let query = Query::new(1, Rect::new(0.0, 0.0, 10.0, 10.0).unwrap());
+        epoch(
+            &mut executors,
+            0,
+            routed(&index, Dispatched::Query(query)),
+            &mut arrivals,
+        );
+        // Worker 0 splits its partition and deals the second part to worker 1.
+        let (&id, info) = index.partitions().iter().find(|(_, info)| info.owner == 0).unwrap();
+        let line = crate::swarm::SplitLine {
+            axis: crate::swarm::Axis::Rows,
+            after: info.rect.rows() / 2 - 1,
+        };
+        let update = PlanUpdate {
+            effective: 2,
+            changes: vec![
+                PlanChange::Split {
+                    id,
+                    line,
+                    first: (100, 0),
+                    second: (101, 0),
+                },
+                PlanChange::Move { id: 101, to: 1 },
+            ],
+        };
+        for executor in executors.iter_mut() {
+            for (to, packet) in executor.apply_update(1, &update).unwrap() {
+                arrivals[to].push(packet);
+            }
+        }
+        assert_eq!(arrivals[1].iter().map(|p| p.id).collect::<Vec<_>>(), vec![101]);
+        let mut plan = index.clone();
+        for change in &update.changes {
+            plan.apply(change).unwrap();
+        }
+        // Every cell's point matches the query at its owner under the new plan.
+        let mut records = Vec::new();
+        for (i, (x, y)) in [(1.0, 1.0), (9.0, 1.0), (1.0, 9.0), (9.0, 9.0)].into_iter().enumerate() {
+            records.extend(routed(&plan, Dispatched::Point(Point::new(i as u64, x, y))));
+        }
+        let seen = epoch(&mut executors, 2, records, &mut arrivals);
+        assert_eq!(seen.iter().map(|m| m.point).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+    }
 }

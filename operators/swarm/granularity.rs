@@ -10,12 +10,17 @@ use super::cost::CostModel;
 use super::index::{Axis, SplitLine};
 use super::stats::{PartitionStats, Totals};
 
-/// The figures with the points of a round smoothed: N decays by half each
-/// round, so N/2 is the mean of the recent rounds' RN. A single round's RN
-/// is too noisy to size partitions by: a partition that saw no point in one
-/// round would merge, and split again in the next.
+/// The figures with the points and checks of a round smoothed: N and C
+/// decay by half each round, so N/2 and C/2 are the means of the recent
+/// rounds' RN and RC. A single round's figures are too noisy to size
+/// partitions by: a partition that saw no point in one round would merge,
+/// and split again in the next.
 pub(crate) fn smoothed(t: Totals) -> Totals {
-    Totals { rn: t.n / 2.0, ..t }
+    Totals {
+        rn: t.n / 2.0,
+        rc: t.c / 2.0,
+        ..t
+    }
 }
 
 /// The split of a partition with statistics `stats` that cuts its work the
@@ -65,7 +70,22 @@ mod tests {
     use crate::swarm::cost::RangeQueryCost;
     use crate::swarm::geometry::{Cell, CellRect};
 
-    /// A 1 × 8 strip: points in the left half, queries one per column.
+    /// An application that checks each point against every query of its
+    /// partition: splits cut its work.
+    struct ScanCost;
+
+    impl CostModel for ScanCost {
+        fn work(&self, t: &Totals) -> f64 {
+            t.rn * t.q + t.rn + t.rq
+        }
+        fn upkeep(&self) -> f64 {
+            32.0
+        }
+    }
+
+    /// A 1 × 8 strip with a query per column: points in the left half but
+    /// `points_right` per 100 on the right, each checked against its own
+    /// column's query (as the cell index does).
     fn strip(points_right: u32) -> PartitionStats {
         let mut stats = PartitionStats::new(1, 8);
         for col in 0..8 {
@@ -79,6 +99,7 @@ mod tests {
         for i in 0..400 {
             let col = if i % 100 < points_right { 4 + i % 4 } else { i % 4 };
             stats.record_point(Cell { row: 0, col });
+            stats.record_checks(Cell { row: 0, col }, 1);
         }
         stats.end_round();
         stats
@@ -86,38 +107,38 @@ mod tests {
 
     #[test]
     fn a_split_where_it_cuts_the_work_and_none_where_it_cannot() {
-        let model = RangeQueryCost::default();
         // Points on the left, queries everywhere: cutting off the right half
         // halves the queries each point meets.
-        let (line, saved) = best_split(&model, &strip(0), 0.0, 0.2).expect("a split pays");
+        let (line, saved) = best_split(&ScanCost, &strip(0), 0.0, 0.2).expect("a split pays");
         assert_eq!(line.axis, Axis::Columns);
-        let whole = model.work(&strip(0).totals());
+        let whole = ScanCost.work(&strip(0).totals());
         assert!(saved >= 0.2 * whole, "{saved} of {whole}");
+        // With the cell index a split saves no check: it never pays.
+        assert_eq!(best_split(&RangeQueryCost::default(), &strip(0), 0.0, 0.2), None);
         // A single cell has no line.
         let mut cell = PartitionStats::new(1, 1);
         cell.record_point(Cell { row: 0, col: 0 });
         cell.end_round();
-        assert_eq!(best_split(&model, &cell, 0.0, 0.2), None);
+        assert_eq!(best_split(&ScanCost, &cell, 0.0, 0.2), None);
         // A cold partition stays whole under a high floor.
-        assert_eq!(best_split(&model, &strip(0), 1e12, 0.2), None);
+        assert_eq!(best_split(&ScanCost, &strip(0), 1e12, 0.2), None);
     }
 
     #[test]
     fn merges_join_cold_neighbours_but_not_hot_ones() {
-        let model = RangeQueryCost::default();
         let cold = Totals {
             n: 1.0,
             q: 3.0,
-            rn: 0.0,
-            rq: 0.0,
+            ..Totals::default()
         };
-        assert!(cheap_merge(&model, &cold, &cold, 100.0, 0.2).is_some());
+        assert!(cheap_merge(&ScanCost, &cold, &cold, 100.0, 0.2).is_some());
         let hot = Totals {
             n: 500.0,
             q: 40.0,
             rn: 500.0,
             rq: 10.0,
+            ..Totals::default()
         };
-        assert_eq!(cheap_merge(&model, &hot, &hot, 100.0, 0.2), None);
+        assert_eq!(cheap_merge(&ScanCost, &hot, &hot, 100.0, 0.2), None);
     }
 }

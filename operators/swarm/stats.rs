@@ -29,6 +29,13 @@ pub struct LineStats {
     pub pre_span_q: i64,
     /// Collector N′: points received this round in this line.
     pub new_n: f64,
+    /// C: decayed point–query checks in lines `0..=i` (cumulative; halved
+    /// each round like N): the work the application reported.
+    pub c: f64,
+    /// RC: checks made during the last round in lines `0..=i` (cumulative).
+    pub rc: f64,
+    /// Collector C′: checks made this round in this line.
+    pub new_c: f64,
     /// Collector Qa′: queries added this round whose first line is this one.
     pub added: i64,
     /// Collector Qr′: queries removed this round whose first line is this one.
@@ -50,6 +57,10 @@ pub struct Totals {
     pub rn: f64,
     /// Queries received during the last round.
     pub rq: f64,
+    /// Decayed point–query checks (halved each round before the round's are added).
+    pub c: f64,
+    /// Point–query checks made during the last round.
+    pub rc: f64,
 }
 
 impl std::ops::Add for Totals {
@@ -63,6 +74,8 @@ impl std::ops::Add for Totals {
             q: self.q + other.q,
             rn: self.rn + other.rn,
             rq: self.rq + other.rq,
+            c: self.c + other.c,
+            rc: self.rc + other.rc,
         }
     }
 }
@@ -119,6 +132,14 @@ impl PartitionStats {
         self.cols[cell.col as usize].new_n += 1.0;
     }
 
+    /// Records `checks` point–query checks made for a point in `cell`
+    /// (relative to the partition).
+    #[inline]
+    pub fn record_checks(&mut self, cell: Cell, checks: u64) {
+        self.rows[cell.row as usize].new_c += checks as f64;
+        self.cols[cell.col as usize].new_c += checks as f64;
+    }
+
     /// Records a new query overlapping `range` (relative to the partition,
     /// clipped to it).
     pub fn record_query(&mut self, range: &CellRect) {
@@ -165,6 +186,8 @@ impl PartitionStats {
             q: last.q as f64,
             rn: last.rn,
             rq: last.rq as f64,
+            c: last.c,
+            rc: last.rc,
         }
     }
 
@@ -182,6 +205,8 @@ impl PartitionStats {
             q: cut.q as f64,
             rn: cut.rn,
             rq: cut.rq as f64,
+            c: cut.c,
+            rc: cut.rc,
         };
         // Queries that start in the first part and reach into the second
         // belong to both: they are the second part's spanQ at the cut.
@@ -190,6 +215,8 @@ impl PartitionStats {
             q: (last.q - cut.q + next.span_q) as f64,
             rn: last.rn - cut.rn,
             rq: (last.rq - cut.rq + next.pre_span_q) as f64,
+            c: last.c - cut.c,
+            rc: last.rc - cut.rc,
         };
         (first, second)
     }
@@ -206,22 +233,12 @@ impl PartitionStats {
             let base = along[cut];
             along[cut + 1..]
                 .iter()
-                .map(|line| LineStats {
-                    n: line.n - base.n,
-                    rn: line.rn - base.rn,
-                    new_n: line.new_n,
-                    ..LineStats::default()
-                })
+                .map(|line| points_only(line, &base, -1.0))
                 .collect()
         } else {
             along[..=cut]
                 .iter()
-                .map(|line| LineStats {
-                    n: line.n,
-                    rn: line.rn,
-                    new_n: line.new_n,
-                    ..LineStats::default()
-                })
+                .map(|line| points_only(line, &LineStats::default(), 1.0))
                 .collect()
         };
         let sum = |lines: &[LineStats], field: fn(&LineStats) -> f64| lines.iter().map(field).sum::<f64>();
@@ -231,6 +248,9 @@ impl PartitionStats {
         let n_share = share(part_last.n, whole_last.n);
         let rn_share = share(part_last.rn, whole_last.rn);
         let new_share = share(sum(&points, |l| l.new_n), sum(along, |l| l.new_n));
+        let c_share = share(part_last.c, whole_last.c);
+        let rc_share = share(part_last.rc, whole_last.rc);
+        let new_c_share = share(sum(&points, |l| l.new_c), sum(along, |l| l.new_c));
         let across: Vec<LineStats> = self
             .axis(other(axis))
             .iter()
@@ -238,6 +258,9 @@ impl PartitionStats {
                 n: line.n * n_share,
                 rn: line.rn * rn_share,
                 new_n: line.new_n * new_share,
+                c: line.c * c_share,
+                rc: line.rc * rc_share,
+                new_c: line.new_c * new_c_share,
                 ..LineStats::default()
             })
             .collect();
@@ -277,18 +300,18 @@ impl PartitionStats {
         let concat = |x: &[LineStats], y: &[LineStats]| -> Vec<LineStats> {
             let base = *x.last().expect("at least one line");
             x.iter()
-                .map(|line| points_only(line, 0.0, 0.0))
-                .chain(y.iter().map(|line| points_only(line, base.n, base.rn)))
+                .map(|line| points_only(line, &LineStats::default(), 1.0))
+                .chain(y.iter().map(|line| points_only(line, &base, 1.0)))
                 .collect()
         };
         let add = |x: &[LineStats], y: &[LineStats]| -> Vec<LineStats> {
             x.iter()
                 .zip(y)
-                .map(|(p, q)| LineStats {
-                    n: p.n + q.n,
-                    rn: p.rn + q.rn,
-                    new_n: p.new_n + q.new_n,
-                    ..LineStats::default()
+                .map(|(p, q)| {
+                    let mut sum = points_only(p, q, 1.0);
+                    sum.new_n += q.new_n;
+                    sum.new_c += q.new_c;
+                    sum
                 })
                 .collect()
         };
@@ -313,7 +336,7 @@ impl PartitionStats {
     pub fn recount_queries(&mut self, queries: &[(CellRect, QueryAge)]) {
         for lines in [&mut self.rows, &mut self.cols] {
             for line in lines.iter_mut() {
-                *line = points_only(line, 0.0, 0.0);
+                *line = points_only(line, &LineStats::default(), 1.0);
             }
         }
         for &(range, age) in queries {
@@ -346,22 +369,30 @@ fn other(axis: Axis) -> Axis {
     }
 }
 
-/// A line's point statistics (cumulative ones shifted by `n` and `rn`), with
-/// the query statistics cleared.
-fn points_only(line: &LineStats, n: f64, rn: f64) -> LineStats {
+/// A line's point and check statistics, the cumulative ones plus `sign` ×
+/// those of `base` (to shift or rebase them), with the query statistics
+/// cleared.
+fn points_only(line: &LineStats, base: &LineStats, sign: f64) -> LineStats {
     LineStats {
-        n: line.n + n,
-        rn: line.rn + rn,
+        n: line.n + sign * base.n,
+        rn: line.rn + sign * base.rn,
         new_n: line.new_n,
+        c: line.c + sign * base.c,
+        rc: line.rc + sign * base.rc,
+        new_c: line.new_c,
         ..LineStats::default()
     }
 }
 
 /// Algorithm 2 on one axis.
 fn end_round(lines: &mut [LineStats]) {
-    let (mut new_points, mut arrived, mut net) = (0.0, 0i64, 0i64);
+    let (mut new_points, mut new_checks, mut arrived, mut net) = (0.0, 0.0, 0i64, 0i64);
     for line in lines {
         new_points += line.new_n;
+        new_checks += line.new_c;
+        line.c = line.c / 2.0 + new_checks;
+        line.rc = new_checks;
+        line.new_c = 0.0;
         arrived += line.added;
         net += line.added - line.removed;
         line.n = line.n / 2.0 + new_points;

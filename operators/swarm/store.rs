@@ -2,6 +2,9 @@
 //! records update them, and how plan changes split, merge and move them.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasherDefault;
+
+use crate::common::hash::FingerprintHasher;
 
 use serde::{Deserialize, Serialize};
 
@@ -32,6 +35,9 @@ pub(crate) struct Partition<S> {
     pub born: u64,
 }
 
+/// The partitions a worker holds, by id.
+pub(crate) type Partitions<S> = HashMap<PartitionId, Partition<S>, BuildHasherDefault<FingerprintHasher>>;
+
 /// A partition on its way to a new owner.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct PartitionPacket<S> {
@@ -46,7 +52,8 @@ pub(crate) struct PartitionPacket<S> {
 pub(crate) struct Store<S> {
     me: usize,
     index: GlobalIndex,
-    partitions: HashMap<PartitionId, Partition<S>>,
+    // Looked up once per record: ids are small integers, no SipHash needed.
+    partitions: Partitions<S>,
     mint: IdMint,
 }
 
@@ -85,7 +92,7 @@ impl<S: PartitionState> Store<S> {
     }
 
     /// The partitions held.
-    pub(crate) fn partitions(&self) -> &HashMap<PartitionId, Partition<S>> {
+    pub(crate) fn partitions(&self) -> &Partitions<S> {
         &self.partitions
     }
 
@@ -130,11 +137,14 @@ impl<S: PartitionState> Store<S> {
                 let cell = grid
                     .cell_of(point.x, point.y, OutOfBounds::Clamp)
                     .expect("points are finite by construction");
-                partition.stats.record_point(Cell {
+                let relative = Cell {
                     row: cell.row - rect.row0,
                     col: cell.col - rect.col0,
-                });
-                partition.state.evaluate(&point, cell, emit)
+                };
+                partition.stats.record_point(relative);
+                let checks = partition.state.evaluate(&point, cell, emit);
+                partition.stats.record_checks(relative, checks);
+                checks
             }
         }
     }
@@ -381,9 +391,12 @@ impl<S: PartitionState> Store<S> {
             PlanChange::Split { first, second, .. } => vec![first.0, second.0],
             PlanChange::Merge { into, .. } => vec![into],
         });
+        // A part may be named twice (made by a split, then moved): once out.
+        let mut seen = HashSet::new();
         let leaving: Vec<PartitionId> = named
             .filter(|id| self.partitions.contains_key(id))
             .filter(|id| self.index.info(*id).is_none_or(|info| info.owner != self.me))
+            .filter(|id| seen.insert(*id))
             .collect();
         let mut packets = Vec::new();
         for id in leaving {
