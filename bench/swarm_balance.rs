@@ -133,7 +133,9 @@ fn main() {
     }
     if args.scale {
         for workers in [8, 16] {
-            for policy in [PolicySpec::StaticBlocks(64)].into_iter().chain(swarms) {
+            // 64 blocks per worker, one cell per partition, and SWARM.
+            let statics = [64, cells / workers].map(PolicySpec::StaticBlocks);
+            for policy in statics.into_iter().chain(swarms) {
                 configs.push(Config {
                     workload: "hotspot",
                     input: Arc::clone(&hotspot),
@@ -294,8 +296,8 @@ fn main() {
     if args.finer {
         println!();
         println!("SWARM against the best of every static plan run, and the worst (the cost of a wrong k):");
-        println!("| workload | workers | policy | best static | ratio to it (paired) | worst static | ratio to it |");
-        println!("|---|---|---|---|---|---|---|");
+        println!("| workload | workers | policy | best static | ratio to it (paired) | p99 ms (best static's) | p99 ratio | worst static | ratio to it |");
+        println!("|---|---|---|---|---|---|---|---|---|");
         for (i, c) in configs.iter().enumerate() {
             if !matches!(c.policy, PolicySpec::Swarm(_)) {
                 continue;
@@ -309,16 +311,40 @@ fn main() {
                 .map(|(b, _)| b)
                 .expect("the best exists");
             let ratio = |b: usize| medians[i].points_per_s / medians[b].points_per_s;
+            let (p99, best_p99) = (medians[i].latency_ms.p99, medians[b].latency_ms.p99);
             println!(
-                "| {} | {} | {} | {} | {:.2} ({:.2}) | {} | {:.1} |",
+                "| {} | {} | {} | {} | {:.2} ({:.2}) | {p99:.1} ({best_p99:.1}) | {:.2} | {} | {:.1} |",
                 c.workload,
                 c.workers,
                 label(&c.policy),
                 configs[b].policy,
                 ratio(b),
                 paired(i, b).1,
+                p99 / best_p99,
                 configs[worst].policy,
                 ratio(worst)
+            );
+        }
+    }
+    if args.scale {
+        println!();
+        println!("Per-epoch balance at 8 and 16 workers, over the whole run and from the tenth round on:");
+        println!("| workload | workers | policy | points/s | per-epoch max/mean p50 / p99 / max | from round 10: p50 / p99 / max |");
+        println!("|---|---|---|---|---|---|");
+        for (c, r) in configs.iter().zip(&medians).filter(|(c, _)| c.workers >= 8) {
+            let (a, b) = (&r.per_epoch_max_over_mean, &r.per_epoch_max_over_mean_steady);
+            println!(
+                "| {} | {} | {} | {:.0} | {:.2} / {:.2} / {:.2} | {:.2} / {:.2} / {:.2} |",
+                c.workload,
+                c.workers,
+                label(&c.policy),
+                r.points_per_s,
+                a.p50,
+                a.p99,
+                a.max,
+                b.p50,
+                b.p99,
+                b.max
             );
         }
     }

@@ -34,6 +34,12 @@ impl Point {
 }
 
 impl<P> Point<P> {
+    /// A point carrying `data` (any payload; [`Point::new`] is the one
+    /// carrying nothing).
+    pub fn with_data(id: u64, x: f64, y: f64, data: P) -> Self {
+        Point { id, x, y, data }
+    }
+
     /// The same point carrying `data`.
     pub fn with<D>(self, data: D) -> Point<D> {
         Point {
@@ -66,6 +72,12 @@ impl Query {
 }
 
 impl<Q> Query<Q> {
+    /// A query carrying `data` (any payload; [`Query::new`] is the one
+    /// carrying nothing).
+    pub fn with_data(id: u64, rect: Rect, data: Q) -> Self {
+        Query { id, rect, data }
+    }
+
     /// The same query carrying `data`.
     pub fn with<D>(self, data: D) -> Query<D> {
         Query {

@@ -214,6 +214,10 @@ pub struct SpatialReport {
     /// with no check left out): its median, 99th percentile and maximum.
     #[serde(default)]
     pub per_epoch_max_over_mean: Quantiles,
+    /// The same over the epochs from the tenth round on, once the plan has
+    /// had time to settle from its start.
+    #[serde(default)]
+    pub per_epoch_max_over_mean_steady: Quantiles,
     /// Load-balancing rounds concluded.
     pub rounds: u64,
     /// Rounds whose update moved or split partitions.
@@ -489,6 +493,12 @@ fn assemble<P, Q>(job: &SpatialJob<P, Q>, processes: usize, figures: Vec<WorkerF
     let mean = total as f64 / figures.len() as f64;
     let orders = &figures[0].orders;
     let per_epoch = per_epoch_max_over_mean(figures.iter().map(|f| f.epoch_checks.as_slice()));
+    let settled = STEADY_FROM_ROUND * job.round;
+    let settled_ratios: Vec<f64> = per_epoch
+        .iter()
+        .filter(|&&(epoch, _)| epoch >= settled)
+        .map(|&(_, ratio)| ratio)
+        .collect();
     let latencies: Vec<u64> = figures.iter().flat_map(|f| f.latencies_us.iter().copied()).collect();
     // Epoch e of a worker is its e-th latency (epochs complete in order).
     let near_change = |epoch: u64| orders.changed_at.iter().any(|&at| epoch + 1 >= at && epoch <= at + 1);
@@ -518,7 +528,8 @@ fn assemble<P, Q>(job: &SpatialJob<P, Q>, processes: usize, figures: Vec<WorkerF
         matches_digest: figures.iter().fold(0u64, |sum, f| sum.wrapping_add(f.digest)),
         per_worker_busy_s: figures.iter().map(|f| f.executor.busy_ns as f64 / 1e9).collect(),
         max_over_mean_work: if total == 0 { 1.0 } else { max as f64 / mean },
-        per_epoch_max_over_mean: Quantiles::of(per_epoch),
+        per_epoch_max_over_mean: Quantiles::of(per_epoch.iter().map(|(_, r)| *r).collect()),
+        per_epoch_max_over_mean_steady: Quantiles::of(settled_ratios),
         per_worker_work,
         rounds: orders.rounds,
         rebalanced_rounds: orders.rebalanced,
@@ -545,10 +556,14 @@ fn assemble<P, Q>(job: &SpatialJob<P, Q>, processes: usize, figures: Vec<WorkerF
     }
 }
 
+/// The round from which a run's epochs count as steady in
+/// [`SpatialReport::per_epoch_max_over_mean_steady`].
+const STEADY_FROM_ROUND: u64 = 10;
+
 /// Per epoch in which any check was made, the busiest worker's checks over
 /// the mean worker's, from each worker's (epoch, checks); a worker that did
 /// not process an epoch made no check in it.
-fn per_epoch_max_over_mean<'a>(workers: impl ExactSizeIterator<Item = &'a [(u64, u64)]>) -> Vec<f64> {
+fn per_epoch_max_over_mean<'a>(workers: impl ExactSizeIterator<Item = &'a [(u64, u64)]>) -> Vec<(u64, f64)> {
     let count = workers.len();
     let mut by_epoch: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
     for (w, epochs) in workers.enumerate() {
@@ -557,11 +572,11 @@ fn per_epoch_max_over_mean<'a>(workers: impl ExactSizeIterator<Item = &'a [(u64,
         }
     }
     by_epoch
-        .values()
-        .filter_map(|checks| {
+        .into_iter()
+        .filter_map(|(epoch, checks)| {
             let total: u64 = checks.iter().sum();
             let max = *checks.iter().max()?;
-            (total > 0).then(|| max as f64 * count as f64 / total as f64)
+            (total > 0).then(|| (epoch, max as f64 * count as f64 / total as f64))
         })
         .collect()
 }
@@ -625,6 +640,6 @@ mod tests {
         let b = [(0, 30), (3, 7)];
         let ratios = per_epoch_max_over_mean([&a[..], &b[..]].into_iter());
         // Epoch 0: 30 of a mean of 20; epoch 1: no check; epochs 2 and 3: one worker alone.
-        assert_eq!(ratios, vec![1.5, 2.0, 2.0]);
+        assert_eq!(ratios, vec![(0, 1.5), (2, 2.0), (3, 2.0)]);
     }
 }
