@@ -2,7 +2,7 @@
 //! hotspot and on uniform data, the cost of migrations, and balance at 8 and
 //! 16 workers.
 //!
-//! `cargo bench --bench swarm_balance -- [--points N] [--queries N] [--work-us X] [--rounds R] [--scale] [--workloads hotspot,uniform] [--workers 2,4] [--grid CxR] [--finer]`
+//! `cargo bench --bench swarm_balance -- [--points N] [--queries N] [--work-us X] [--rounds R] [--scale] [--workloads hotspot,clustered,uniform] [--workers 2,4] [--grid CxR] [--finer]`
 //!
 //! Every configuration runs once per round, in rotating order, so machine
 //! noise hits all alike; the tables show, per configuration, the run with
@@ -32,7 +32,8 @@ struct Args {
     work_us: f64,
     #[arg(long, default_value_t = 3)]
     rounds: usize,
-    /// Also run SWARM on the hotspot at 8 and 16 workers.
+    /// Also run the hotspot at 8 and 16 workers: static:64, one cell per
+    /// partition, and SWARM, with a table of per-epoch balance.
     #[arg(long)]
     scale: bool,
     /// Only these workloads (comma-separated: hotspot, clustered, uniform).

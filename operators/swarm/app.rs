@@ -222,7 +222,10 @@ type CellIndex = HashMap<u64, Vec<u32>, BuildHasherDefault<FingerprintHasher>>;
 /// and filed by the cells it overlaps, so that a point meets only the
 /// queries of its own cell: the cost of a point does not grow with the
 /// partition's size. The bookkeeping every application that stores whole
-/// queries shares (removal, split, merge, the cells for statistics).
+/// queries shares (removal, split, merge, the cells for statistics). An
+/// application that evaluates a point only against
+/// [`for_each_in`](Registered::for_each_in) its cell (as `RangeQueries`
+/// does) makes the same checks whatever the partition's size.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(bound = "Q: Serialize + DeserializeOwned")]
 pub struct Registered<Q> {
@@ -342,8 +345,9 @@ impl<Q: Clone> Registered<Q> {
         (a, b)
     }
 
-    /// Adds the queries of `other`, an adjacent partition's, not held
-    /// already; a query held by both covers its cells in both.
+    /// Adds the queries of `other`, the state of a partition whose union
+    /// with this one is a rectangle, not held already; a query held by both
+    /// covers its cells in both (the bounding box of the two).
     pub fn merge(&mut self, other: Self) {
         let mine: HashMap<u64, usize> = self
             .queries

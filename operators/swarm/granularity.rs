@@ -1,10 +1,14 @@
-//! Choosing the size of partitions (ours; see `docs/swarm.md`). The cost
-//! Num(C(p)) = RN·Q + RQ·N + α(RN + RQ) says when a partition is too coarse:
-//! a split lowers Q for the points of each part (and N for its new queries),
-//! at the price of the queries that span both parts, and the split
-//! arithmetic gives both parts' figures from the statistics alone. So a
-//! worker splits its own partitions where a split cuts the work, and merges
-//! neighbours where a merge adds little, whatever the balance.
+//! Choosing the size of partitions (ours; see `docs/swarm.md`). A cost model
+//! that predicts work from the statistics (say RN·Q + α(RN + RQ), for an
+//! application that checks every point against every query of its
+//! partition) says when a partition is too coarse: a split lowers Q for the
+//! points of each part, at the price of the queries that span both parts,
+//! and the split arithmetic gives both parts' figures from the statistics
+//! alone. So a worker splits its own partitions where a split cuts the work,
+//! and merges neighbours where a merge adds little, whatever the balance.
+//! Under the default, measured cost (the checks the application reported)
+//! no split cuts work and every merge adds none: nothing splits here, and
+//! every mergeable pair merges.
 
 use super::cost::CostModel;
 use super::index::{Axis, SplitLine};
@@ -54,9 +58,9 @@ pub fn best_split(model: &dyn CostModel, stats: &PartitionStats, floor: f64, gai
 /// The figures of two neighbours merged, if the merge adds, less the upkeep
 /// of the partition it saves, at most `gain / 2` × max(their work, `floor`)
 /// (half the split threshold, so that a merge never undoes a split that
-/// paid). The merged query counts assume
-/// no query is shared, which overstates the merged work: merges err on the
-/// side of staying apart.
+/// paid). Under a predicting model the merged query counts assume no query
+/// is shared, which overstates the merged work: merges err on the side of
+/// staying apart.
 pub fn cheap_merge(model: &dyn CostModel, a: &Totals, b: &Totals, floor: f64, gain: f64) -> Option<Totals> {
     let merged = *a + *b;
     let apart = model.work(&smoothed(*a)) + model.work(&smoothed(*b));

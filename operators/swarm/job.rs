@@ -29,7 +29,7 @@ use crate::common::Error;
 use super::app::{Match, PartitionState, Point, Query};
 use super::coordinator::{Orders, Policy};
 use super::dispatch::Refused;
-use super::executor::ExecutorFigures;
+use super::executor::{ExecutorFigures, RECENT_EPOCHS};
 use super::geometry::Grid;
 use super::input::SpatialInput;
 use super::operator::{InitialPlan, Swarm, SwarmConfig, SwarmHandles};
@@ -336,6 +336,15 @@ impl<P: Clone + 'static, Q: Clone + 'static> SpatialJob<P, Q> {
     pub fn check(&self, cluster: &ClusterArgs) -> Result<(), Error> {
         if self.batch == 0 {
             return Err(Error::invalid("--batch", "must be at least 1"));
+        }
+        // Per-epoch figures are drained once an epoch from a window of
+        // RECENT_EPOCHS: far more epochs in flight would overflow it.
+        let most = RECENT_EPOCHS as u64 / 2;
+        if self.max_in_flight > most {
+            return Err(Error::invalid(
+                "--max-in-flight",
+                format!("{}: must be at most {most}", self.max_in_flight),
+            ));
         }
         if let PolicySpec::StaticBlocks(k) = self.policy {
             super::index::GlobalIndex::blocks(self.grid.clone(), cluster.total_workers(), k)

@@ -77,11 +77,13 @@ pub struct SwarmConfig<M = RangeQueryCost> {
     pub round: u64,
     /// Merge each worker's adjacent partitions every this many rounds (at least 1).
     pub merge_every: u64,
-    /// Choosing the granularity (ours): with `Some(gain)`, each worker also
-    /// splits a partition in place when a split cuts its work by at least
-    /// `gain` (a share), and merges neighbours whose union adds little work.
-    /// `None` is the paper's behaviour: splits only to move load, and every
-    /// mergeable pair merged every `merge_every` rounds.
+    /// Choosing the granularity (ours), for a cost model under which splits
+    /// cut work: with `Some(gain)`, each worker also splits a partition in
+    /// place when a split cuts its work by at least `gain` (a share), and
+    /// merges neighbours whose union adds little work. `None` is the paper's
+    /// behaviour: splits only to move load, and every mergeable pair merged
+    /// every `merge_every` rounds. Under the default, measured cost no split
+    /// cuts work and no merge adds any, so both behave as `None`.
     pub split_gain: Option<f64>,
     /// The cost model the executors, the reductions and so the coordinator use.
     pub cost: M,

@@ -46,7 +46,7 @@ pub struct LineStats {
     pub span_removed: i64,
 }
 
-/// The four figures the cost model needs, for a partition or part of one.
+/// The figures the cost model needs, for a partition or part of one.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Totals {
     /// Decayed points.
