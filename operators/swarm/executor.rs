@@ -294,8 +294,13 @@ mod tests {
         assert_eq!(epoch(&mut executors, 1, records, &mut arrivals), vec![]);
     }
 
-    #[test]
-    fn a_moved_partition_keeps_its_queries_at_its_new_owner() {
+    /// Both executors after epoch 0 registered query 1 over the whole space.
+    #[allow(clippy::type_complexity)]
+    fn holding_a_query_everywhere() -> (
+        GlobalIndex,
+        Vec<Executor<RangeQueries, RangeQueryCost>>,
+        Vec<Vec<PartitionPacket<RangeQueries>>>,
+    ) {
         let (index, mut executors) = executors();
         let mut arrivals = vec![Vec::new(), Vec::new()];
         let query = Query::new(1, Rect::new(0.0, 0.0, 10.0, 10.0).unwrap());
@@ -305,6 +310,27 @@ mod tests {
             routed(&index, Dispatched::Query(query)),
             &mut arrivals,
         );
+        (index, executors, arrivals)
+    }
+
+    /// Every executor applies `update` at the end of epoch `time`; what
+    /// leaves goes to its new owner's arrivals.
+    fn apply_everywhere(
+        executors: &mut [Executor<RangeQueries, RangeQueryCost>],
+        time: u64,
+        update: &PlanUpdate,
+        arrivals: &mut [Vec<PartitionPacket<RangeQueries>>],
+    ) {
+        for executor in executors.iter_mut() {
+            for (to, packet) in executor.apply_update(time, update).unwrap() {
+                arrivals[to].push(packet);
+            }
+        }
+    }
+
+    #[test]
+    fn a_moved_partition_keeps_its_queries_at_its_new_owner() {
+        let (index, mut executors, mut arrivals) = holding_a_query_everywhere();
         // Worker 0 gives its partition to worker 1 from epoch 2 on.
         let (&id, _) = index.partitions().iter().find(|(_, info)| info.owner == 0).unwrap();
         let update = PlanUpdate {
@@ -314,11 +340,7 @@ mod tests {
         assert!(executors[0].ends_round(1));
         let report = executors[0].end_round(1);
         assert_eq!(report.worker, 0);
-        for executor in executors.iter_mut() {
-            for (to, packet) in executor.apply_update(1, &update).unwrap() {
-                arrivals[to].push(packet);
-            }
-        }
+        apply_everywhere(&mut executors, 1, &update, &mut arrivals);
         assert_eq!(arrivals[1].len(), 1);
         assert_eq!(executors[0].figures().partitions_held, 0);
         let mut moved = index.clone();
@@ -337,15 +359,7 @@ mod tests {
 
     #[test]
     fn a_part_split_and_moved_in_one_update_leaves_once() {
-        let (index, mut executors) = executors();
-        let mut arrivals = vec![Vec::new(), Vec::new()];
-        let query = Query::new(1, Rect::new(0.0, 0.0, 10.0, 10.0).unwrap());
-        epoch(
-            &mut executors,
-            0,
-            routed(&index, Dispatched::Query(query)),
-            &mut arrivals,
-        );
+        let (index, mut executors, mut arrivals) = holding_a_query_everywhere();
         // Worker 0 splits its partition and deals the second part to worker 1.
         let (&id, info) = index.partitions().iter().find(|(_, info)| info.owner == 0).unwrap();
         let line = crate::swarm::SplitLine {
@@ -364,11 +378,7 @@ mod tests {
                 PlanChange::Move { id: 101, to: 1 },
             ],
         };
-        for executor in executors.iter_mut() {
-            for (to, packet) in executor.apply_update(1, &update).unwrap() {
-                arrivals[to].push(packet);
-            }
-        }
+        apply_everywhere(&mut executors, 1, &update, &mut arrivals);
         assert_eq!(arrivals[1].iter().map(|p| p.id).collect::<Vec<_>>(), vec![101]);
         let mut plan = index.clone();
         for change in &update.changes {
