@@ -2,7 +2,7 @@
 //! hotspot and on uniform data, the cost of migrations, and balance at 8 and
 //! 16 workers.
 //!
-//! `cargo bench --bench swarm_balance -- [--points N] [--queries N] [--work-us X] [--rounds R] [--scale] [--workloads hotspot,clustered,uniform] [--workers 2,4] [--grid CxR] [--finer]`
+//! `cargo bench --bench swarm_balance -- [--points N] [--queries N] [--work-us X] [--rounds R] [--scale] [--workloads hotspot,clustered,uniform] [--workers 2,4] [--decisions paper,threshold:1.2] [--grid CxR] [--finer]`
 //!
 //! Every configuration runs once per round, in rotating order, so machine
 //! noise hits all alike; the tables show, per configuration, the run with
@@ -46,6 +46,11 @@ struct Args {
     /// up to one cell per partition.
     #[arg(long)]
     finer: bool,
+    /// SWARM's decisions to run (comma-separated: `threshold:<tau>`, `paper`).
+    /// A decision named twice runs twice, labelled `(again)`: the spread
+    /// between the two is the machine's noise on identical runs.
+    #[arg(long, value_delimiter = ',', default_values_t = [DecisionSpec::Paper, DecisionSpec::Threshold(1.2)])]
+    decisions: Vec<DecisionSpec>,
     /// Only these worker counts of the main table (comma-separated).
     #[arg(long, value_delimiter = ',', default_values_t = [2, 4])]
     workers: Vec<usize>,
@@ -60,14 +65,19 @@ struct Config {
     input: Arc<SpatialInput>,
     policy: PolicySpec,
     workers: usize,
+    /// A repeat of an earlier configuration.
+    again: bool,
 }
 
 const STATIC_K: [usize; 4] = [1, 4, 16, 64];
 
-fn label(policy: &PolicySpec) -> String {
-    match policy {
-        PolicySpec::Swarm(decision) => format!("swarm ({decision})"),
-        other => other.to_string(),
+impl Config {
+    fn label(&self) -> String {
+        match self.policy {
+            PolicySpec::Swarm(decision) if self.again => format!("swarm ({decision}) (again)"),
+            PolicySpec::Swarm(decision) => format!("swarm ({decision})"),
+            other => other.to_string(),
+        }
     }
 }
 
@@ -100,10 +110,7 @@ fn main() {
         }
         .generate(&grid),
     );
-    let swarms = [
-        PolicySpec::Swarm(DecisionSpec::Paper),
-        PolicySpec::Swarm(DecisionSpec::Threshold(1.2)),
-    ];
+    let swarms: Vec<PolicySpec> = args.decisions.iter().copied().map(PolicySpec::Swarm).collect();
     let mut configs = Vec::new();
     for (name, input) in [("hotspot", &hotspot), ("clustered", &clustered), ("uniform", &uniform)] {
         if !args.workloads.iter().any(|w| w == name) {
@@ -121,13 +128,17 @@ fn main() {
                 .copied()
                 .chain(finer)
                 .map(PolicySpec::StaticBlocks)
-                .chain(swarms);
+                .chain(swarms.iter().copied());
             for policy in policies {
+                let again = configs
+                    .iter()
+                    .any(|c: &Config| c.workload == name && c.workers == workers && c.policy == policy);
                 configs.push(Config {
                     workload: name,
                     input: Arc::clone(input),
                     policy,
                     workers,
+                    again,
                 });
             }
         }
@@ -136,12 +147,16 @@ fn main() {
         for workers in [8, 16] {
             // 64 blocks per worker, one cell per partition, and SWARM.
             let statics = [64, cells / workers].map(PolicySpec::StaticBlocks);
-            for policy in statics.into_iter().chain(swarms) {
+            for policy in statics.into_iter().chain(swarms.iter().copied()) {
+                let again = configs
+                    .iter()
+                    .any(|c: &Config| c.workers == workers && c.policy == policy);
                 configs.push(Config {
                     workload: "hotspot",
                     input: Arc::clone(&hotspot),
                     policy,
                     workers,
+                    again,
                 });
             }
         }
@@ -181,7 +196,7 @@ fn main() {
                 .all(|r| r.matches_digest == runs[reference][0].matches_digest),
             "{} {}: results differ",
             c.workload,
-            label(&c.policy)
+            c.label()
         );
     }
     let spreads: Vec<(f64, f64, f64)> = runs
@@ -208,7 +223,7 @@ fn main() {
             "| {} | {} | {} | {:.0} [{:.0}–{:.0}] | {:.1} | {:.1} | {:.3} | {:.2} / {:.2} / {:.2} | {:.1} | {} of {} | {} / {} / {} | {} | {:.0} |",
             c.workload,
             c.workers,
-            label(&c.policy),
+            c.label(),
             r.points_per_s,
             low,
             high,
@@ -245,7 +260,7 @@ fn main() {
                 "| {} | {} | {} | {:.1} / {:.1} | {:.1} / {:.1} | {per:.1} |",
                 c.workload,
                 c.workers,
-                label(&c.policy),
+                c.label(),
                 r.latency_around_changes_ms.p99,
                 r.latency_around_changes_ms.max,
                 r.latency_steady_ms.p99,
@@ -287,7 +302,7 @@ fn main() {
             c.workload,
             c.workers,
             configs[b].policy,
-            label(&c.policy),
+            c.label(),
             w.points_per_s / st.points_per_s,
             w.latency_ms.p99,
             st.latency_ms.p99,
@@ -317,7 +332,7 @@ fn main() {
                 "| {} | {} | {} | {} | {:.2} ({:.2}) | {p99:.1} ({best_p99:.1}) | {:.2} | {} | {:.1} |",
                 c.workload,
                 c.workers,
-                label(&c.policy),
+                c.label(),
                 configs[b].policy,
                 ratio(b),
                 paired(i, b).1,
@@ -338,7 +353,7 @@ fn main() {
                 "| {} | {} | {} | {:.0} | {:.2} / {:.2} / {:.2} | {:.2} / {:.2} / {:.2} |",
                 c.workload,
                 c.workers,
-                label(&c.policy),
+                c.label(),
                 r.points_per_s,
                 a.p50,
                 a.p99,
