@@ -363,7 +363,7 @@ fn five_stage_forces_a_flip_after_beta_equal_decisions() {
 
 #[test]
 fn threshold_policy_compares_max_over_mean() {
-    let mut policy = Threshold { tau: 1.5 };
+    let mut policy = Threshold::new(1.5);
     assert_eq!(
         policy
             .decide(&RoundSummary {
@@ -379,6 +379,26 @@ fn threshold_policy_compares_max_over_mean() {
     });
     assert_eq!(verdict.decision, Decision::Rebalance);
     assert!(verdict.reason.contains("2.000 > tau 1.5"), "{verdict}");
+}
+
+#[test]
+fn threshold_policy_rebalances_a_drift_half_as_far_above_the_mean_two_rounds_in_a_row() {
+    let mut policy = Threshold::new(1.5);
+    let decide =
+        |policy: &mut Threshold, costs: &[f64]| policy.decide(&RoundSummary { throughput: 1.0, costs }).decision;
+    // 1.4 × the mean (above 1.25, under 1.5): once is noise.
+    let drifting = [1.0, 1.0, 1.75];
+    assert_eq!(decide(&mut policy, &drifting), Decision::DoNothing);
+    // The same worker again: a drift.
+    assert_eq!(decide(&mut policy, &drifting), Decision::Rebalance);
+    // The count starts again after a rebalanced round.
+    assert_eq!(decide(&mut policy, &drifting), Decision::DoNothing);
+    // Another worker above the bar is not the same drift.
+    assert_eq!(decide(&mut policy, &[2.2, 1.0, 1.0]), Decision::Rebalance);
+    assert_eq!(decide(&mut policy, &[1.0, 1.0, 1.0]), Decision::DoNothing);
+    assert_eq!(decide(&mut policy, &[1.6, 1.0, 1.0]), Decision::DoNothing);
+    assert_eq!(decide(&mut policy, &[1.0, 1.6, 1.0]), Decision::DoNothing);
+    assert_eq!(decide(&mut policy, &[1.0, 1.6, 1.0]), Decision::Rebalance);
 }
 
 /// Random statistics for partitions of random shapes.

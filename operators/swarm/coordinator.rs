@@ -59,9 +59,10 @@ impl Policy {
     }
 
     /// SWARM rebalancing whenever the most loaded worker's cost exceeds `tau`
-    /// times the mean.
+    /// times the mean (or half as far above it two rounds in a row: see
+    /// [`Threshold`]).
     pub fn threshold(tau: f64) -> Self {
-        Policy::Adaptive(Box::new(Threshold { tau }))
+        Policy::Adaptive(Box::new(Threshold::new(tau)))
     }
 
     /// A forced schedule seeded with `seed`.

@@ -177,11 +177,34 @@ impl DecisionPolicy for FiveStage {
 }
 
 /// Rebalance whenever the most loaded worker's cost exceeds `tau` times the
-/// mean.
+/// mean, or exceeds 1 + (τ − 1)/2 times it two rounds in a row on the same
+/// worker (with no rebalancing in between). One round's imbalance under τ
+/// is mostly noise, which moving state would chase; the same worker above
+/// the lower bar twice is a drift, such as a hotspot moving into its
+/// partitions, that noise rarely makes (measured in `docs/swarm.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Threshold {
-    /// The max/mean ratio above which to rebalance.
-    pub tau: f64,
+    tau: f64,
+    /// The busiest worker of the last round, if it was above the lower bar.
+    drifting: Option<usize>,
+}
+
+impl Threshold {
+    /// Rebalancing above `tau` (see [`DecisionPolicy::validate`] for what
+    /// `swarm` accepts).
+    pub fn new(tau: f64) -> Self {
+        Threshold { tau, drifting: None }
+    }
+
+    /// τ.
+    pub fn tau(&self) -> f64 {
+        self.tau
+    }
+
+    /// The lower bar a drift must pass two rounds in a row.
+    fn drift_bar(&self) -> f64 {
+        1.0 + (self.tau - 1.0) / 2.0
+    }
 }
 
 impl DecisionPolicy for Threshold {
@@ -205,21 +228,39 @@ impl DecisionPolicy for Threshold {
     }
 
     fn decide(&mut self, round: &RoundSummary<'_>) -> Verdict {
-        let max = round.costs.iter().copied().fold(0.0, f64::max);
+        // The busiest worker; ties go to the lowest index, so that equal
+        // rounds name the same one.
+        let busiest = (0..round.costs.len()).fold(None, |best: Option<usize>, i| match best {
+            Some(b) if round.costs[b] >= round.costs[i] => Some(b),
+            _ => Some(i),
+        });
+        let max = busiest.map_or(0.0, |b| round.costs[b]);
         let mean = round.costs.iter().sum::<f64>() / round.costs.len().max(1) as f64;
         let ratio = if mean > 0.0 { max / mean } else { 1.0 };
-        let decision = if ratio > self.tau {
-            Decision::Rebalance
+        let bar = self.drift_bar();
+        let above_bar = ratio > bar;
+        let drift = above_bar && busiest.is_some() && self.drifting == busiest;
+        let (decision, reason) = if ratio > self.tau {
+            (
+                Decision::Rebalance,
+                format!("max/mean cost {ratio:.3} > tau {}", self.tau),
+            )
+        } else if drift {
+            let worker = busiest.expect("a drift has a busiest worker");
+            let reason = format!("max/mean cost {ratio:.3} > {bar} on worker {worker} two rounds in a row");
+            (Decision::Rebalance, reason)
         } else {
-            Decision::DoNothing
+            (
+                Decision::DoNothing,
+                format!("max/mean cost {ratio:.3} <= tau {}", self.tau),
+            )
         };
-        Verdict {
-            decision,
-            reason: format!(
-                "max/mean cost {ratio:.3} {} tau {}",
-                if ratio > self.tau { ">" } else { "<=" },
-                self.tau
-            ),
-        }
+        // A rebalanced round starts the count again: the next round still
+        // partly runs on the old plan.
+        self.drifting = match decision {
+            Decision::Rebalance => None,
+            Decision::DoNothing => busiest.filter(|_| above_bar),
+        };
+        Verdict { decision, reason }
     }
 }
