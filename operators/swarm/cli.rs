@@ -29,8 +29,9 @@ pub struct SpatialArgs {
     #[arg(long, default_value = "swarm")]
     pub policy: String,
     /// How SWARM decides to rebalance: `threshold:<tau>` (when the busiest
-    /// worker's cost exceeds tau × the mean) or `paper` (the five-stage
-    /// mechanism, for reproduction).
+    /// worker's cost exceeds tau × the mean, or the same worker exceeds
+    /// 1 + (tau − 1)/2 × the mean two rounds in a row) or `paper` (the
+    /// five-stage mechanism, for reproduction).
     #[arg(long, default_value = "threshold:1.2")]
     pub decision: DecisionSpec,
     /// The space: x1,y1,x2,y2 (negative values as written: -180,-90,180,90).
