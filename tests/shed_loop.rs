@@ -25,6 +25,8 @@ struct Seen {
     dropped: u64,
     /// Records processed downstream.
     processed: u64,
+    /// Records the loop counts as processed, read once the output is done.
+    loop_processed: u64,
     /// Their delays, ms.
     delays: Vec<f64>,
     /// The loop's periods.
@@ -48,6 +50,15 @@ fn pi() -> Pi {
 /// not share with each other.
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// How the program ends its input once it has sent everything.
+#[derive(Clone, Copy, Debug)]
+enum Ending {
+    /// `drop(input)`, the common way.
+    Drop,
+    /// Advances the input past the last time and leaves it open.
+    Advance,
+}
+
 /// `rate` records/s over all workers for `seconds`, stamped with their
 /// arrival millisecond, shed by the controller `make` builds.
 fn run<C: Controller + 'static>(
@@ -56,17 +67,18 @@ fn run<C: Controller + 'static>(
     seconds: f64,
     make: impl Fn() -> C + Send + Sync + 'static,
 ) -> Vec<Seen> {
-    run_stalled(workers, rate, seconds, None, make)
+    run_stalled(workers, rate, seconds, None, Ending::Drop, make)
 }
 
 /// [`run`], with every worker stopped for `stall.1` ms once `stall.0` ms
 /// into the run, as a paused process would be (arrivals due meanwhile
-/// arrive at once when it resumes).
+/// arrive at once when it resumes), ending as `ending` says.
 fn run_stalled<C: Controller + 'static>(
     workers: usize,
     rate: f64,
     seconds: f64,
     stall: Option<(f64, u64)>,
+    ending: Ending,
     make: impl Fn() -> C + Send + Sync + 'static,
 ) -> Vec<Seen> {
     let _alone = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -121,9 +133,20 @@ fn run_stalled<C: Controller + 'static>(
             }
             worker.step();
         }
-        drop(input);
-        while !output.done() {
-            worker.step_or_park(None);
+        match ending {
+            Ending::Drop => {
+                drop(input);
+                while !output.done() {
+                    worker.step_or_park(None);
+                }
+            }
+            Ending::Advance => {
+                let last = *input.time();
+                input.advance_to(last + 1);
+                while output.less_than(input.time()) {
+                    worker.step();
+                }
+            }
         }
         let figures = handle.figures();
         assert_eq!(figures.arrived, sent, "the loop saw every record sent");
@@ -132,6 +155,7 @@ fn run_stalled<C: Controller + 'static>(
             arrived: figures.arrived,
             dropped: figures.dropped,
             processed: delays.len() as u64,
+            loop_processed: figures.processed,
             delays,
             periods: figures.periods,
         }
@@ -155,13 +179,34 @@ fn with_no_overload_nothing_is_dropped_and_everything_admitted_is_processed() {
 }
 
 #[test]
+fn the_books_add_up_however_the_input_ends() {
+    // Overloaded, so that a backlog is still in flight when the program
+    // ends its input and steps until the output is done: the loop must
+    // count what completes after its own input has closed (and timely has
+    // retired it), or while it waits for input that never comes.
+    for workers in 1..=2 {
+        for ending in [Ending::Drop, Ending::Advance] {
+            for seen in run_stalled(workers, 150_000.0 * workers as f64, 0.5, None, ending, pi) {
+                assert!(seen.dropped > 0, "{workers} workers, {ending:?}: overloaded");
+                assert_eq!(seen.loop_processed, seen.processed, "{workers} workers, {ending:?}");
+                assert_eq!(
+                    seen.arrived,
+                    seen.dropped + seen.loop_processed,
+                    "{workers} workers, {ending:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn a_stall_of_the_process_drops_nothing_once_it_keeps_up_again() {
     // At 3 % of capacity the dataflow keeps up; a 150 ms pause leaves a
     // burst of arrivals and a low processed rate, which a prediction alone
     // reads as overload.
     for workers in 1..=2 {
         for at in [30.0, 80.0, 140.0, 260.0] {
-            for seen in run_stalled(workers, 1_500.0, 0.8, Some((at, 150)), pi) {
+            for seen in run_stalled(workers, 1_500.0, 0.8, Some((at, 150)), Ending::Drop, pi) {
                 assert_eq!(seen.dropped, 0, "{workers} workers, stalled at {at} ms");
                 assert_eq!(seen.processed, seen.arrived);
             }

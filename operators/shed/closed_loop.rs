@@ -110,24 +110,60 @@ pub struct LoopFigures {
     pub arrived: u64,
     /// Records it dropped.
     pub dropped: u64,
-    /// Admitted records whose time the output has completed, as the loop
-    /// last saw the output: it looks at each batch of arrivals and ten times
-    /// a period, so this trails the output by up to a tenth of a period
-    /// (read it after stepping that long past the output's completion for
-    /// `arrived = dropped + processed`).
+    /// Admitted records whose time the output has completed. Read through
+    /// [`LoopHandle::figures`], which looks at the output first, it is
+    /// exact at any moment: once the output is done,
+    /// `arrived = dropped + processed`, however the input ended.
     pub processed: u64,
     /// One row per period.
     pub periods: Vec<LoopPeriod>,
 }
 
 /// The program's view of a loop.
-#[derive(Clone, Default)]
-pub struct LoopHandle(Rc<RefCell<LoopFigures>>);
+#[derive(Clone)]
+pub struct LoopHandle {
+    figures: Rc<RefCell<LoopFigures>>,
+    /// Counts what the output has completed since the loop last looked.
+    settle: Rc<dyn Fn()>,
+}
 
 impl LoopHandle {
-    /// What the loop did so far.
+    /// What the loop did so far, with every admitted record the output has
+    /// completed counted as processed (also after the loop's input has
+    /// ended and timely has retired the loop).
     pub fn figures(&self) -> LoopFigures {
-        self.0.borrow().clone()
+        (self.settle)();
+        self.figures.borrow().clone()
+    }
+}
+
+/// Admitted records per time not yet complete at the output, with when the
+/// loop first saw each time; shared by the loop and its handle, so that
+/// completions are counted whoever looks first.
+struct Ledger<T> {
+    pending: BTreeMap<T, (u64, Instant)>,
+    /// Admitted records whose time has completed, since the start.
+    processed: u64,
+}
+
+impl<T: Timestamp + TotalOrder> Ledger<T> {
+    fn admit(&mut self, time: &T, now: Instant, admitted: u64) {
+        self.pending.entry(time.clone()).or_insert((0, now)).0 += admitted;
+    }
+
+    /// Moves what completed before the output's least time `least` (`None`:
+    /// everything) to `processed`; returns how many.
+    fn settle(&mut self, least: Option<&T>) -> u64 {
+        let still = match least {
+            Some(least) => self.pending.split_off(least),
+            None => BTreeMap::new(),
+        };
+        let done: u64 = std::mem::replace(&mut self.pending, still)
+            .values()
+            .map(|(n, _)| n)
+            .sum();
+        self.processed += done;
+        done
     }
 }
 
@@ -208,9 +244,23 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
         utility: impl Fn(&D) -> f64 + 'static,
     ) -> (StreamVec<'scope, T, D>, LoopHandle) {
         let scope = self.scope();
-        let handle = LoopHandle::default();
-        let figures = Rc::clone(&handle.0);
+        let figures = Rc::new(RefCell::new(LoopFigures::default()));
+        let ledger = Rc::new(RefCell::new(Ledger {
+            pending: BTreeMap::new(),
+            processed: 0,
+        }));
         let output = output.clone();
+        let settle = {
+            let (ledger, figures, output) = (Rc::clone(&ledger), Rc::clone(&figures), output.clone());
+            move || {
+                let least = output.with_frontier(|f| f.first().cloned());
+                figures.borrow_mut().processed += ledger.borrow_mut().settle(least.as_ref());
+            }
+        };
+        let handle = LoopHandle {
+            figures: Rc::clone(&figures),
+            settle: Rc::new(settle.clone()),
+        };
         let settings = settings.clone();
         let worker = scope.index() as u64;
         let stream =
@@ -221,7 +271,7 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
                 let mut rng = SmallRng::seed_from_u64(settings.seed ^ worker.wrapping_mul(0x9e37_79b9_7f4a_7c15));
                 let mut ranked = Vec::new();
                 let mut arrivals: Vec<(Capability<T>, Vec<D>)> = Vec::new();
-                let mut meter = Meter::new(&settings);
+                let mut meter = Meter::new(&settings, ledger);
                 let actuation = settings.actuation.unwrap_or_else(|| controller.actuation());
                 let mut predictor = DelayPredictor::default();
                 let mut tracker = RateTracker::new(ARRIVAL_WINDOW_MS);
@@ -259,9 +309,9 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
                         session.session(&cap).give_container(&mut batch);
                     }
                     drop(figures_now);
+                    settle();
                     let least = output.with_frontier(|f| f.first().cloned());
-                    let processed = meter.observe(least.as_ref(), now);
-                    figures.borrow_mut().processed += processed;
+                    meter.observe(least.as_ref(), now);
                     if let Some((sample, measured)) = meter.period_end(now) {
                         let mut controlled = sample;
                         if settings.prediction == Prediction::Smith {
@@ -327,22 +377,20 @@ fn overloaded(age_ms: f64, threshold_ms: f64, last: &PeriodSample) -> bool {
     age_ms >= threshold_ms && last.arrival_rate > last.processed_rate * (1.0 - KEEPING_UP_MARGIN)
 }
 
-/// The loop's measurements: per-time admitted counts and first sightings,
-/// and the running sums of the current period.
+/// The loop's measurements: the ledger of admitted records, and the
+/// running sums of the current period.
 struct Meter<T> {
     clock: Clock<T>,
     period: Duration,
     started: Instant,
     last_observed: Instant,
-    /// Admitted records and the first sighting, per time not yet complete.
-    pending: BTreeMap<T, (u64, Instant)>,
+    ledger: Rc<RefCell<Ledger<T>>>,
     period_start: Instant,
     arrived: u64,
     admitted: u64,
     /// Completions so far, at the ends of the periods of the last
     /// [`RATE_WINDOW`] (and one before), oldest first.
     completed: VecDeque<(Instant, u64)>,
-    processed: u64,
     delay_sum_ms: f64,
     samples: u64,
     age_ms: f64,
@@ -354,19 +402,18 @@ struct Meter<T> {
 }
 
 impl<T: Timestamp + TotalOrder> Meter<T> {
-    fn new(settings: &LoopSettings<T>) -> Self {
+    fn new(settings: &LoopSettings<T>, ledger: Rc<RefCell<Ledger<T>>>) -> Self {
         let now = Instant::now();
         Meter {
             clock: settings.clock.clone(),
             period: settings.period,
             started: now,
             last_observed: now,
-            pending: BTreeMap::new(),
+            ledger,
             period_start: now,
             arrived: 0,
             admitted: 0,
             completed: VecDeque::from([(now, 0)]),
-            processed: 0,
             delay_sum_ms: 0.0,
             samples: 0,
             age_ms: 0.0,
@@ -386,25 +433,16 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
     fn admit(&mut self, time: &T, now: Instant, arrived: u64, admitted: u64) {
         self.arrived += arrived;
         self.admitted += admitted;
-        self.pending.entry(time.clone()).or_insert((0, now)).0 += admitted;
+        self.ledger.borrow_mut().admit(time, now, admitted);
     }
 
-    /// Takes in the output frontier's least time (`None`: all done): counts
-    /// what completed, samples the delay. Returns the records completed.
-    fn observe(&mut self, least: Option<&T>, now: Instant) -> u64 {
-        let still = match least {
-            Some(least) => self.pending.split_off(least),
-            None => BTreeMap::new(),
-        };
-        let done: u64 = std::mem::replace(&mut self.pending, still)
-            .values()
-            .map(|(n, _)| n)
-            .sum();
-        self.processed += done;
+    /// Takes in the output frontier's least time (`None`: all done), after
+    /// the ledger has settled what completed: samples the delay.
+    fn observe(&mut self, least: Option<&T>, now: Instant) {
         let began = match (&self.clock, least) {
             (_, None) => None,
             (Clock::Stamp(clock), Some(least)) => Some(clock(least)),
-            (Clock::FirstRecord, Some(_)) => self.pending.values().next().map(|(_, seen)| *seen),
+            (Clock::FirstRecord, Some(_)) => self.ledger.borrow().pending.values().next().map(|(_, seen)| *seen),
         }
         // Nothing entered before the loop did (an input still at its
         // initial time would otherwise read as decades old).
@@ -415,7 +453,6 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
         let since_start = now.saturating_duration_since(self.period_start).as_secs_f64() * 1000.0;
         self.ages.push((since_start, self.age_ms));
         self.samples += 1;
-        done
     }
 
     /// At a period's end, the sample for the controller and the measured
@@ -426,7 +463,7 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
             return None;
         }
         let seconds = length.as_secs_f64();
-        let total = self.completed.back().map_or(0, |&(_, total)| total) + self.processed;
+        let total = self.ledger.borrow().processed;
         self.completed.push_back((now, total));
         while self.completed.len() > 2
             && now.saturating_duration_since(self.completed[1].0) >= RATE_WINDOW.max(2 * self.period)
@@ -450,7 +487,7 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
         self.start_age_ms = self.age_ms;
         self.ages.clear();
         self.period_start = now;
-        (self.arrived, self.admitted, self.processed, self.samples) = (0, 0, 0, 0);
+        (self.arrived, self.admitted, self.samples) = (0, 0, 0);
         self.delay_sum_ms = 0.0;
         self.max_age_ms = 0.0;
         Some((sample, sample.delay_ms))
