@@ -12,7 +12,7 @@ use equipoise::shed::{
     design, fit_periods, nominal_pi, Controller, Excited, LoopPeriod, LoopSettings, Pi, Prediction, ShedLoop,
     TimeSliced, NOMINAL_POLES,
 };
-use timely::dataflow::operators::{Input, Probe};
+use timely::dataflow::operators::{Exchange, Input, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 
 const COST: Duration = Duration::from_micros(20);
@@ -59,118 +59,143 @@ enum Ending {
     Advance,
 }
 
-/// `rate` records/s over all workers for `seconds`, stamped with their
-/// arrival millisecond, shed by the controller `make` builds.
-fn run<C: Controller + 'static>(
+/// A run of the test's dataflow.
+#[derive(Clone)]
+struct Run {
     workers: usize,
+    /// Records/s over all workers, each stamped with its arrival millisecond.
     rate: f64,
     seconds: f64,
-    make: impl Fn() -> C + Send + Sync + 'static,
-) -> Vec<Seen> {
-    run_stalled(workers, rate, seconds, None, Ending::Drop, make)
-}
-
-/// [`run`], with every worker stopped for `stall.1` ms once `stall.0` ms
-/// into the run, as a paused process would be (arrivals due meanwhile
-/// arrive at once when it resumes), ending as `ending` says.
-fn run_stalled<C: Controller + 'static>(
-    workers: usize,
-    rate: f64,
-    seconds: f64,
+    /// Every worker stopped for `.1` ms once `.0` ms into the run, as a
+    /// paused process would be (arrivals due meanwhile arrive at once when
+    /// it resumes).
     stall: Option<(f64, u64)>,
     ending: Ending,
-    make: impl Fn() -> C + Send + Sync + 'static,
-) -> Vec<Seen> {
-    let _alone = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    timely::execute(timely::Config::process(workers), move |worker| {
-        let start = Instant::now();
-        let settings = LoopSettings::new(
-            Duration::from_secs_f64(TARGET_MS / 1000.0),
-            Duration::from_secs_f64(PERIOD_MS / 1000.0),
-        )
-        .with_clock(move |ms: &u64| start + Duration::from_millis(*ms));
-        let controller = make();
-        let mut input = InputHandle::new();
-        let output = ProbeHandle::new();
-        let delays = Rc::new(RefCell::new(Vec::new()));
-        let handle = worker.dataflow::<u64, _, _>(|scope| {
-            let (admitted, handle) =
-                scope
-                    .input_from(&mut input)
-                    .shed_loop(&settings, controller, &output, |_: &u64| 0.0);
-            let seen = Rc::clone(&delays);
-            admitted
-                .time_sliced("Work", Duration::from_millis(2), move |_, arrival_ms: u64| {
-                    let began = Instant::now();
-                    while began.elapsed() < COST {}
-                    seen.borrow_mut()
-                        .push(start.elapsed().as_secs_f64() * 1000.0 - arrival_ms as f64);
-                    None::<()>
-                })
-                .probe_with(&output);
-            handle
-        });
-        let share = rate / worker.peers() as f64;
-        let (mut sent, end) = (0u64, seconds * 1000.0);
-        let mut pause = stall;
-        loop {
-            let now = start.elapsed().as_secs_f64() * 1000.0;
-            let due = (share * now.min(end) / 1000.0) as u64;
-            let ms = now as u64;
-            if *input.time() < ms {
-                input.advance_to(ms);
-            }
-            while sent < due {
-                input.send(ms);
-                sent += 1;
-            }
-            if now >= end {
-                break;
-            }
-            if let Some((_, for_ms)) = pause.filter(|&(at, _)| now >= at) {
-                std::thread::sleep(Duration::from_millis(for_ms));
-                pause = None;
-            }
-            worker.step();
+    /// Each worker's share of the arrivals; empty: even.
+    shares: Vec<f64>,
+    /// Whether admitted records are exchanged (round-robin) before the
+    /// costly stage, as a program with skewed readers would.
+    exchange: bool,
+}
+
+impl Run {
+    fn new(workers: usize, rate: f64, seconds: f64) -> Self {
+        Run {
+            workers,
+            rate,
+            seconds,
+            stall: None,
+            ending: Ending::Drop,
+            shares: Vec::new(),
+            exchange: false,
         }
-        match ending {
-            Ending::Drop => {
-                drop(input);
-                while !output.done() {
-                    worker.step_or_park(None);
+    }
+
+    /// Runs with the controller `make` builds; what each worker saw.
+    fn go<C: Controller + 'static>(self, make: impl Fn() -> C + Send + Sync + 'static) -> Vec<Seen> {
+        let _alone = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let run = self;
+        timely::execute(timely::Config::process(run.workers), move |worker| {
+            let start = Instant::now();
+            let settings = LoopSettings::new(
+                Duration::from_secs_f64(TARGET_MS / 1000.0),
+                Duration::from_secs_f64(PERIOD_MS / 1000.0),
+            )
+            .with_clock(move |ms: &u64| start + Duration::from_millis(*ms));
+            let controller = make();
+            let mut input = InputHandle::new();
+            let output = ProbeHandle::new();
+            let delays = Rc::new(RefCell::new(Vec::new()));
+            let exchange = run.exchange;
+            let handle = worker.dataflow::<u64, _, _>(|scope| {
+                let (admitted, handle) =
+                    scope
+                        .input_from(&mut input)
+                        .shed_loop(&settings, controller, &output, |_: &(u64, u64)| 0.0);
+                let admitted = if exchange {
+                    admitted.exchange(|&(_, seq): &(u64, u64)| seq)
+                } else {
+                    admitted
+                };
+                let seen = Rc::clone(&delays);
+                admitted
+                    .time_sliced(
+                        "Work",
+                        Duration::from_millis(2),
+                        move |_, (arrival_ms, _): (u64, u64)| {
+                            let began = Instant::now();
+                            while began.elapsed() < COST {}
+                            seen.borrow_mut()
+                                .push(start.elapsed().as_secs_f64() * 1000.0 - arrival_ms as f64);
+                            None::<()>
+                        },
+                    )
+                    .probe_with(&output);
+                handle
+            });
+            let (index, peers) = (worker.index(), worker.peers());
+            let share = run.rate * run.shares.get(index).copied().unwrap_or(1.0 / peers as f64);
+            let (mut sent, end) = (0u64, run.seconds * 1000.0);
+            let mut pause = run.stall;
+            loop {
+                let now = start.elapsed().as_secs_f64() * 1000.0;
+                let due = (share * now.min(end) / 1000.0) as u64;
+                let ms = now as u64;
+                if *input.time() < ms {
+                    input.advance_to(ms);
+                }
+                while sent < due {
+                    input.send((ms, sent * peers as u64 + index as u64));
+                    sent += 1;
+                }
+                if now >= end {
+                    break;
+                }
+                if let Some((_, for_ms)) = pause.filter(|&(at, _)| now >= at) {
+                    std::thread::sleep(Duration::from_millis(for_ms));
+                    pause = None;
+                }
+                worker.step();
+            }
+            match run.ending {
+                Ending::Drop => {
+                    drop(input);
+                    while !output.done() {
+                        worker.step_or_park(None);
+                    }
+                }
+                Ending::Advance => {
+                    let last = *input.time();
+                    input.advance_to(last + 1);
+                    while output.less_than(input.time()) {
+                        worker.step();
+                    }
                 }
             }
-            Ending::Advance => {
-                let last = *input.time();
-                input.advance_to(last + 1);
-                while output.less_than(input.time()) {
-                    worker.step();
-                }
+            let figures = handle.figures();
+            assert_eq!(figures.arrived, sent, "the loop saw every record sent");
+            let delays = delays.take();
+            Seen {
+                arrived: figures.arrived,
+                dropped: figures.dropped,
+                processed: delays.len() as u64,
+                loop_processed: figures.processed,
+                delays,
+                periods: figures.periods,
             }
-        }
-        let figures = handle.figures();
-        assert_eq!(figures.arrived, sent, "the loop saw every record sent");
-        let delays = delays.take();
-        Seen {
-            arrived: figures.arrived,
-            dropped: figures.dropped,
-            processed: delays.len() as u64,
-            loop_processed: figures.processed,
-            delays,
-            periods: figures.periods,
-        }
-    })
-    .unwrap()
-    .join()
-    .into_iter()
-    .map(|result| result.unwrap())
-    .collect()
+        })
+        .unwrap()
+        .join()
+        .into_iter()
+        .map(|result| result.unwrap())
+        .collect()
+    }
 }
 
 #[test]
 fn with_no_overload_nothing_is_dropped_and_everything_admitted_is_processed() {
     for workers in 1..=4 {
-        for seen in run(workers, 5_000.0, 1.0, pi) {
+        for seen in Run::new(workers, 5_000.0, 1.0).go(pi) {
             assert!(seen.arrived > 0);
             assert_eq!(seen.dropped, 0, "{workers} workers");
             assert_eq!(seen.processed, seen.arrived, "{workers} workers");
@@ -186,7 +211,11 @@ fn the_books_add_up_however_the_input_ends() {
     // retired it), or while it waits for input that never comes.
     for workers in 1..=2 {
         for ending in [Ending::Drop, Ending::Advance] {
-            for seen in run_stalled(workers, 150_000.0 * workers as f64, 0.5, None, ending, pi) {
+            let run = Run {
+                ending,
+                ..Run::new(workers, 150_000.0 * workers as f64, 0.5)
+            };
+            for seen in run.go(pi) {
                 assert!(seen.dropped > 0, "{workers} workers, {ending:?}: overloaded");
                 assert_eq!(seen.loop_processed, seen.processed, "{workers} workers, {ending:?}");
                 assert_eq!(
@@ -199,6 +228,38 @@ fn the_books_add_up_however_the_input_ends() {
     }
 }
 
+/// Each worker's dropped share of its arrivals, under skewed readers
+/// (worker 0 reads 80 %) whose admitted records are exchanged before the
+/// costly stage, at 2.5× what the two cores process.
+fn skewed_drop_fractions(workers: usize) -> Vec<f64> {
+    let mut shares = vec![0.2 / (workers - 1) as f64; workers];
+    shares[0] = 0.8;
+    let run = Run {
+        shares,
+        exchange: true,
+        ..Run::new(workers, 2.5 * 2.0 * capacity(), 2.0)
+    };
+    run.go(pi).iter().map(|s| s.dropped as f64 / s.arrived as f64).collect()
+}
+
+#[test]
+fn skewed_readers_drop_the_same_share_of_their_arrivals() {
+    // The loops share their periods (the default): with each worker's loop
+    // on its own rates, 4 workers dropped 87 % of worker 0's arrivals and
+    // 74-77 % of the others'.
+    for workers in [2, 4] {
+        let fractions = skewed_drop_fractions(workers);
+        let (low, high) = fractions
+            .iter()
+            .fold((1.0f64, 0.0f64), |(low, high), &f| (low.min(f), high.max(f)));
+        assert!(
+            low > 0.3,
+            "{workers} workers: overloaded, so every reader drops: {fractions:?}"
+        );
+        assert!(high - low <= 0.05, "{workers} workers: {fractions:?}");
+    }
+}
+
 #[test]
 fn a_stall_of_the_process_drops_nothing_once_it_keeps_up_again() {
     // At 3 % of capacity the dataflow keeps up; a 150 ms pause leaves a
@@ -206,7 +267,11 @@ fn a_stall_of_the_process_drops_nothing_once_it_keeps_up_again() {
     // reads as overload.
     for workers in 1..=2 {
         for at in [30.0, 80.0, 140.0, 260.0] {
-            for seen in run_stalled(workers, 1_500.0, 0.8, Some((at, 150)), Ending::Drop, pi) {
+            let run = Run {
+                stall: Some((at, 150)),
+                ..Run::new(workers, 1_500.0, 0.8)
+            };
+            for seen in run.go(pi) {
                 assert_eq!(seen.dropped, 0, "{workers} workers, stalled at {at} ms");
                 assert_eq!(seen.processed, seen.arrived);
             }
@@ -218,7 +283,7 @@ fn a_stall_of_the_process_drops_nothing_once_it_keeps_up_again() {
 fn overload_is_shed_and_the_delay_held() {
     // Three times one worker's capacity per worker.
     for workers in 1..=2 {
-        let seen = run(workers, 150_000.0 * workers as f64, 2.0, pi);
+        let seen = Run::new(workers, 150_000.0 * workers as f64, 2.0).go(pi);
         let mut delays: Vec<f64> = seen.iter().flat_map(|s| s.delays.iter().copied()).collect();
         for s in &seen {
             assert!(
@@ -245,9 +310,8 @@ fn identification_on_the_users_dataflow_finds_its_queue_and_a_stable_design() {
     // Twice the capacity arrives; the excited loop holds the delay near the
     // target while dithering the admitted rate.
     for workers in 1..=2 {
-        let seen = run(workers, 2.0 * capacity() * workers as f64, 3.0, || {
-            Excited::around(capacity(), PERIOD_MS, TARGET_MS)
-        });
+        let seen = Run::new(workers, 2.0 * capacity() * workers as f64, 3.0)
+            .go(|| Excited::around(capacity(), PERIOD_MS, TARGET_MS));
         for s in &seen {
             assert_eq!(s.processed, s.arrived - s.dropped, "nothing admitted is lost");
             let model = fit_periods(&s.periods, TARGET_MS).unwrap();

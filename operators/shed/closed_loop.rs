@@ -29,10 +29,12 @@ use timely::dataflow::operators::Capability;
 use timely::dataflow::{ProbeHandle, StreamVec};
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
+use timely::Bincode;
 
 use super::actuator::{Actuation, RateTracker};
 use super::controller::{drop_fraction, Controller, PeriodSample};
 use super::predictor::{DelayPredictor, Prediction};
+use super::sharing::{own_part, Combined, Periods, Share};
 use super::shedder::{drop_share, ShedMode};
 
 /// When a timestamp began, for the frontier delay.
@@ -64,6 +66,14 @@ pub struct LoopSettings<T> {
     pub actuation: Option<Actuation>,
     /// When a timestamp began.
     pub clock: Clock<T>,
+    /// One loop across workers (the default): every worker's loop hears
+    /// the others' rates each period, on a channel of its own outside
+    /// progress tracking, so every controller sees the same sample (the
+    /// workers' mean rates) and every worker drops the same fraction of its
+    /// arrivals, whichever workers read. `false`: each worker's loop runs
+    /// on its own rates alone, and readers that admit more than their
+    /// share are not told.
+    pub global: bool,
 }
 
 impl<T> LoopSettings<T> {
@@ -78,6 +88,7 @@ impl<T> LoopSettings<T> {
             seed: 0,
             actuation: None,
             clock: Clock::FirstRecord,
+            global: true,
         }
     }
 
@@ -90,7 +101,8 @@ impl<T> LoopSettings<T> {
     }
 }
 
-/// One period as the loop saw it (this worker's rates).
+/// One period as the loop saw it: the sample its controller got (under
+/// [`LoopSettings::global`], the workers' mean rates).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct LoopPeriod {
     /// When the period ended, since the loop started.
@@ -262,9 +274,22 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
             settle: Rc::new(settle.clone()),
         };
         let settings = settings.clone();
-        let worker = scope.index() as u64;
+        let (me, peers) = (scope.index(), scope.peers());
+        let worker = me as u64;
         let stream =
             self.unary_frontier::<CapacityContainerBuilder<Vec<D>>, _, _, _>(Pipeline, "ShedLoop", move |_, info| {
+                // The peers' rates, outside progress tracking: arrivals wake the loop.
+                let channel = settings.global.then(|| {
+                    let timely_worker = scope.worker();
+                    let identifier = timely_worker.new_identifier();
+                    timely_worker.broadcast::<Bincode<Share>>(identifier, Rc::clone(&info.address))
+                });
+                // Without sharing, a loop of one: it decides on its own periods.
+                let (mut periods, mut ended) = match channel {
+                    Some(_) => (Periods::new(peers, me, PATIENCE_PERIODS), 0u64),
+                    None => (Periods::new(1, 0, PATIENCE_PERIODS), 0u64),
+                };
+                let sharer = if channel.is_some() { me } else { 0 };
                 let activator = scope.activator_for(info.address);
                 let tick = (settings.period / SAMPLES_PER_PERIOD).max(Duration::from_millis(1));
                 activator.activate_after(tick);
@@ -281,10 +306,16 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
                 let mut last = PeriodSample::default();
                 // The longest this operator went unscheduled in the period.
                 let (mut previous, mut gap) = (Instant::now(), Duration::ZERO);
+                let mut channel = channel;
                 move |(input, frontier), session| {
                     let now = Instant::now();
                     gap = gap.max(now.saturating_duration_since(previous));
                     previous = now;
+                    if let Some((_, pull)) = channel.as_mut() {
+                        while let Some(share) = pull.recv() {
+                            periods.hear(share.payload);
+                        }
+                    }
                     // All of this activation's arrivals first: the held
                     // rate's arrival estimate must see them as one interval.
                     input.for_each_stamp(|cap, batches| {
@@ -312,29 +343,41 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
                     settle();
                     let least = output.with_frontier(|f| f.first().cloned());
                     meter.observe(least.as_ref(), now);
-                    if let Some((sample, measured)) = meter.period_end(now) {
+                    if let Some(own) = meter.period_end(now) {
+                        // A period in which the process stood still measured the
+                        // stall, not the dataflow: a guarded controller's decision
+                        // stays as it was.
+                        let share = Share {
+                            worker: sharer,
+                            period: ended,
+                            sample: own,
+                            stalled: std::mem::take(&mut gap) >= tick * STALL_TICKS,
+                        };
+                        ended += 1;
+                        periods.hear(share);
+                        if let Some((push, _)) = channel.as_mut() {
+                            push.send(Bincode::from(share));
+                            push.done();
+                        }
+                    }
+                    while let Some(Combined { sample, own, stalled }) = periods.next_ready(ended) {
                         let mut controlled = sample;
                         if settings.prediction == Prediction::Smith {
                             controlled.delay_ms = predictor.predict(&sample);
                         }
-                        // A period in which the process stood still measured the
-                        // stall, not the dataflow: a guarded controller's decision
-                        // stays as it was.
-                        let stalled = std::mem::take(&mut gap) >= tick * STALL_TICKS;
                         if !(guarded && stalled) {
                             let admitted = controller.admitted_rate(&controlled);
                             last = sample;
                             match actuation {
-                                Actuation::Rate => tracker.set_admitted(admitted),
+                                // This worker's part of the rate: the same
+                                // fraction of its arrivals as every worker drops.
+                                Actuation::Rate => tracker.set_admitted(own_part(admitted, &own, &sample)),
                                 Actuation::Fraction => fraction = drop_fraction(admitted, sample.arrival_rate),
                             }
                         }
                         figures.borrow_mut().periods.push(LoopPeriod {
                             end: now - meter.started,
-                            sample: PeriodSample {
-                                delay_ms: measured,
-                                ..sample
-                            },
+                            sample,
                             controlled_delay_ms: controlled.delay_ms,
                             drop_fraction: drop_fraction(sample.admitted_rate, sample.arrival_rate),
                         });
@@ -349,6 +392,10 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
         (stream, handle)
     }
 }
+
+/// Periods a loop waits for a peer's share before deciding without it:
+/// the peer has stopped (its input ended), and what it admitted is done.
+const PATIENCE_PERIODS: u64 = 3;
 
 /// Sampling ticks the loop may go unscheduled in a period before the
 /// period counts as a stall of the process.
@@ -455,9 +502,9 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
         self.samples += 1;
     }
 
-    /// At a period's end, the sample for the controller and the measured
-    /// mean delay; the sums start again.
-    fn period_end(&mut self, now: Instant) -> Option<(PeriodSample, f64)> {
+    /// At a period's end, the sample for the controller; the sums start
+    /// again.
+    fn period_end(&mut self, now: Instant) -> Option<PeriodSample> {
         let length = now.saturating_duration_since(self.period_start);
         if length < self.period || self.samples == 0 {
             return None;
@@ -490,7 +537,7 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
         (self.arrived, self.admitted, self.samples) = (0, 0, 0);
         self.delay_sum_ms = 0.0;
         self.max_age_ms = 0.0;
-        Some((sample, sample.delay_ms))
+        Some(sample)
     }
 }
 

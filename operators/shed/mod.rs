@@ -23,6 +23,7 @@ mod predictor;
 pub mod profile;
 #[cfg(feature = "lab")]
 pub mod scenario;
+mod sharing;
 mod shedder;
 mod sliced;
 

@@ -1,0 +1,203 @@
+//! One loop across workers: every worker's loop broadcasts what it measured
+//! over each of its periods, and decides each period on the combination of
+//! every worker's measurements of that period, in period order. The
+//! controllers all start alike and see the same samples, so they set the
+//! same rate, and every worker drops the same fraction of its arrivals,
+//! whichever workers read.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::controller::PeriodSample;
+
+/// One worker's measurements over one of its periods.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Share {
+    /// The worker.
+    pub worker: usize,
+    /// Its period, counted from 0.
+    pub period: u64,
+    /// Its rates and delays over the period.
+    pub sample: PeriodSample,
+    /// Whether it stood still for much of the period (see `ShedLoop`).
+    pub stalled: bool,
+}
+
+/// What every worker decides on for one period.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Combined {
+    /// The workers' mean rates, and their delays averaged.
+    pub sample: PeriodSample,
+    /// This worker's own measurements of the period.
+    pub own: PeriodSample,
+    /// Whether any worker stood still.
+    pub stalled: bool,
+}
+
+/// The workers' shares of the periods not yet decided.
+pub(crate) struct Periods {
+    workers: usize,
+    me: usize,
+    /// The next period to decide.
+    next: u64,
+    waiting: BTreeMap<u64, Vec<Option<Share>>>,
+    /// How many of its own periods this worker waits for a missing share
+    /// (a worker whose input has ended and whose loop timely has retired
+    /// sends no more) before deciding without it.
+    patience: u64,
+}
+
+impl Periods {
+    /// For worker `me` of `workers`.
+    pub(crate) fn new(workers: usize, me: usize, patience: u64) -> Self {
+        Periods {
+            workers,
+            me,
+            next: 0,
+            waiting: BTreeMap::new(),
+            patience,
+        }
+    }
+
+    /// Takes in a worker's share (this worker's too).
+    pub(crate) fn hear(&mut self, share: Share) {
+        if share.period < self.next || share.worker >= self.workers {
+            return;
+        }
+        let workers = self.workers;
+        self.waiting.entry(share.period).or_insert_with(|| vec![None; workers])[share.worker] = Some(share);
+    }
+
+    /// The next period to decide, once every worker's share of it has come,
+    /// or once this worker has ended `patience` more of its own periods.
+    pub(crate) fn next_ready(&mut self, ended: u64) -> Option<Combined> {
+        let shares = self.waiting.get(&self.next)?;
+        let (period, own) = (self.next, shares[self.me]?.sample);
+        let complete = shares.iter().all(Option::is_some);
+        if !(complete || ended > period + self.patience) {
+            return None;
+        }
+        let shares: Vec<Share> = self.waiting.remove(&period)?.into_iter().flatten().collect();
+        self.next = period + 1;
+        Some(Combined {
+            sample: combine(&shares, self.workers),
+            own,
+            stalled: shares.iter().any(|share| share.stalled),
+        })
+    }
+}
+
+/// The workers' mean rates (a missing worker counted as none) and the mean
+/// of the delays they measured.
+fn combine(shares: &[Share], workers: usize) -> PeriodSample {
+    let rate = |f: fn(&PeriodSample) -> f64| shares.iter().map(|s| f(&s.sample)).sum::<f64>() / workers as f64;
+    let mean = |f: fn(&PeriodSample) -> f64| shares.iter().map(|s| f(&s.sample)).sum::<f64>() / shares.len() as f64;
+    PeriodSample {
+        delay_ms: mean(|s| s.delay_ms),
+        arrival_rate: rate(|s| s.arrival_rate),
+        admitted_rate: rate(|s| s.admitted_rate),
+        processed_rate: rate(|s| s.processed_rate),
+        age_ms: mean(|s| s.age_ms),
+        max_age_ms: mean(|s| s.max_age_ms),
+        spread_ms: mean(|s| s.spread_ms),
+        length_ms: mean(|s| s.length_ms),
+    }
+}
+
+/// The admitted rate this worker holds when the controller, on the
+/// workers' mean rates `sample`, asks for `admitted` (a mean too): its own
+/// arrivals `own` times the fraction admitted overall. A worker that had
+/// no arrivals holds the mean, so that records it starts to read are not
+/// all dropped until the next period.
+pub(crate) fn own_part(admitted: f64, own: &PeriodSample, sample: &PeriodSample) -> f64 {
+    if sample.arrival_rate > 0.0 && own.arrival_rate > 0.0 {
+        admitted * own.arrival_rate / sample.arrival_rate
+    } else {
+        admitted
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn share(worker: usize, period: u64, arrival_rate: f64, delay_ms: f64) -> Share {
+        Share {
+            worker,
+            period,
+            sample: PeriodSample {
+                delay_ms,
+                arrival_rate,
+                admitted_rate: arrival_rate / 2.0,
+                processed_rate: arrival_rate / 2.0,
+                length_ms: 100.0,
+                ..PeriodSample::default()
+            },
+            stalled: false,
+        }
+    }
+
+    #[test]
+    fn every_worker_decides_each_period_on_the_same_combination_in_order() {
+        // Two workers hear the same shares in different orders.
+        let shares = [
+            share(0, 0, 800.0, 100.0),
+            share(1, 0, 200.0, 120.0),
+            share(0, 1, 900.0, 140.0),
+            share(1, 1, 100.0, 160.0),
+        ];
+        let mut a = Periods::new(2, 0, 3);
+        let mut b = Periods::new(2, 1, 3);
+        let (mut seen_a, mut seen_b) = (Vec::new(), Vec::new());
+        for s in shares {
+            a.hear(s);
+            seen_a.extend(std::iter::from_fn(|| a.next_ready(2)));
+        }
+        for s in shares.iter().rev() {
+            b.hear(*s);
+            seen_b.extend(std::iter::from_fn(|| b.next_ready(2)));
+        }
+        let samples = |seen: &[Combined]| seen.iter().map(|c| c.sample).collect::<Vec<_>>();
+        assert_eq!(samples(&seen_a), samples(&seen_b));
+        assert_eq!(seen_a.len(), 2);
+        // The mean rates over both workers, the delays averaged.
+        assert_eq!(seen_a[0].sample.arrival_rate, 500.0);
+        assert_eq!(seen_a[0].sample.delay_ms, 110.0);
+        assert_eq!(seen_a[1].sample.arrival_rate, 500.0);
+        assert_eq!(seen_a[1].own.arrival_rate, 900.0);
+        assert_eq!(seen_b[1].own.arrival_rate, 100.0);
+        // Each worker's part of a rate drops the same fraction of its arrivals.
+        let (mean, admitted) = (seen_a[1].sample, 250.0);
+        let part_a = own_part(admitted, &seen_a[1].own, &mean);
+        let part_b = own_part(admitted, &seen_b[1].own, &mean);
+        assert!((part_a / 900.0 - part_b / 100.0).abs() < 1e-12);
+        assert!((part_a + part_b - 2.0 * admitted).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_worker_that_stopped_sending_is_waited_for_a_few_periods_then_counted_as_idle() {
+        let mut periods = Periods::new(2, 0, 3);
+        periods.hear(share(0, 0, 800.0, 100.0));
+        for ended in 1..=3 {
+            assert!(periods.next_ready(ended).is_none(), "{ended} periods ended");
+        }
+        let late = periods.next_ready(4).expect("overdue");
+        assert_eq!(late.sample.arrival_rate, 400.0);
+        assert_eq!(late.sample.delay_ms, 100.0);
+        // A share of a period already decided changes nothing.
+        periods.hear(share(1, 0, 200.0, 120.0));
+        assert!(periods.next_ready(4).is_none());
+    }
+
+    #[test]
+    fn a_stall_anywhere_holds_every_workers_decision() {
+        let mut periods = Periods::new(2, 1, 3);
+        periods.hear(Share {
+            stalled: true,
+            ..share(0, 0, 800.0, 100.0)
+        });
+        periods.hear(share(1, 0, 200.0, 120.0));
+        assert!(periods.next_ready(1).expect("complete").stalled);
+    }
+}
