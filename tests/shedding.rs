@@ -178,8 +178,15 @@ fn bad_options_and_rate_files_are_clear_errors() {
         (vec!["run", "--profile", "constant:-5"], "must not be negative"),
         (vec!["run", "--profile", file.as_str()], ":3: time 1 does not increase"),
         (vec!["run", "--target-ms", "-100"], "--target-ms"),
-        (vec!["run", "--controller", "pid"], "expected bound, pi, ca or none"),
+        (
+            vec!["run", "--controller", "pid"],
+            "expected auto, bound, pi, ca or none",
+        ),
         (vec!["run", "--pi", "1,2"], "expected u,g,r"),
+        (
+            vec!["run", "--controller", "auto", "--pi", "1,250,0.88"],
+            "auto designs its own PI",
+        ),
         (vec!["run", "--prediction", "oracle"], "invalid value 'oracle'"),
         (vec!["run", "--actuation", "both"], "invalid value 'both'"),
         (vec!["identify", "--arrival", "0.9"], "does not overload"),

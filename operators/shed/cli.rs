@@ -71,11 +71,13 @@ pub struct RunArgs {
     /// Flags both subcommands take.
     #[command(flatten)]
     pub common: CommonArgs,
-    /// `bound` (PI under a learned margin: the target as a bound), `pi`
-    /// (the paper's PI, holding the delay at the target), `ca` (the coarse
-    /// algorithm) or `none`.
-    #[arg(long, default_value = "bound")]
-    pub controller: String,
+    /// `auto` (the capacity measured and the PI designed for it, under a
+    /// learned margin), `bound` (the same with the PI given or designed for
+    /// the nominal capacity), `pi` (the paper's PI, holding the delay at the
+    /// target), `ca` (the coarse algorithm) or `none`. Default: `auto`, or
+    /// `bound` when `--pi` or `--pi-file` gives a PI.
+    #[arg(long)]
+    pub controller: Option<String>,
     /// Target delay D_t, ms.
     #[arg(long, default_value_t = 300.0, allow_hyphen_values = true)]
     pub target_ms: f64,
@@ -188,7 +190,7 @@ impl RunArgs {
         job.check()?;
         // What the processes of a cluster must agree on to run one experiment.
         let mut cluster = c.cluster.clone();
-        cluster.agree("--controller", &self.controller);
+        cluster.agree("--controller", self.controller_name());
         cluster.agree("--profile", &job.profile);
         cluster.agree("--target-ms", self.target_ms);
         cluster.agree("--period-ms", c.period_ms);
@@ -199,16 +201,31 @@ impl RunArgs {
         Ok((job, cluster))
     }
 
+    /// `--controller`, or its default.
+    fn controller_name(&self) -> &str {
+        let given = self.pi.is_some() || self.pi_file.is_some();
+        self.controller
+            .as_deref()
+            .unwrap_or(if given { "bound" } else { "auto" })
+    }
+
     fn controller(&self) -> Result<ControllerSpec, Error> {
         let c = &self.common;
-        let params = match self.controller.as_str() {
+        let params = match self.controller_name() {
             "bound" | "pi" => self.params()?,
+            "auto" if self.pi.is_some() || self.pi_file.is_some() => {
+                return Err(Error::invalid(
+                    "--controller",
+                    "auto designs its own PI: give --pi or --pi-file with bound or pi".to_string(),
+                ))
+            }
+            "auto" => return Ok(ControllerSpec::Auto),
             "ca" => return Ok(ControllerSpec::Coarse),
             "none" => return Ok(ControllerSpec::None),
             other => {
                 return Err(Error::invalid(
                     "--controller",
-                    format!("`{other}`: expected bound, pi, ca or none"),
+                    format!("`{other}`: expected auto, bound, pi, ca or none"),
                 ))
             }
         };
@@ -230,7 +247,7 @@ impl RunArgs {
                 poles.join(", ")
             );
         }
-        Ok(if self.controller == "bound" {
+        Ok(if self.controller_name() == "bound" {
             ControllerSpec::Bounded(params)
         } else {
             ControllerSpec::Pi(params)

@@ -77,12 +77,13 @@ pub struct LoopSettings<T> {
 }
 
 impl<T> LoopSettings<T> {
-    /// A target delay and a period; the Smith prediction, random drops, the
-    /// first-record clock.
-    pub fn new(target: Duration, period: Duration) -> Self {
+    /// A target delay; a period of a third of it, at most 100 ms; the Smith
+    /// prediction, random drops, the first-record clock, one loop across
+    /// workers.
+    pub fn new(target: Duration) -> Self {
         LoopSettings {
             target,
-            period,
+            period: (target / 3).clamp(Duration::from_millis(1), Duration::from_millis(100)),
             prediction: Prediction::Smith,
             mode: ShedMode::Random,
             seed: 0,
@@ -90,6 +91,11 @@ impl<T> LoopSettings<T> {
             clock: Clock::FirstRecord,
             global: true,
         }
+    }
+
+    /// The same with the controller running every `period`.
+    pub fn with_period(self, period: Duration) -> Self {
+        LoopSettings { period, ..self }
     }
 
     /// The same with timestamps read by `clock`.
@@ -198,7 +204,7 @@ pub trait ShedLoop<'scope, T: Timestamp + TotalOrder, D> {
     /// use equipoise::shed::{LoopSettings, Pi, ShedLoop};
     ///
     /// timely::execute(timely::Config::process(2), |worker| {
-    ///     let settings = LoopSettings::new(Duration::from_millis(300), Duration::from_millis(100));
+    ///     let settings = LoopSettings::new(Duration::from_millis(300)).with_period(Duration::from_millis(100));
     ///     // PI designed for 100 ms periods and about 10^6 records/s per worker.
     ///     let params = nominal_pi(100.0, 1e6, default_poles(Prediction::Smith));
     ///     let controller = Pi::new(params, 300.0);
@@ -290,6 +296,7 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
                     None => (Periods::new(1, 0, PATIENCE_PERIODS), 0u64),
                 };
                 let sharer = if channel.is_some() { me } else { 0 };
+                controller.begin(settings.target, settings.period, settings.prediction);
                 let activator = scope.activator_for(info.address);
                 let tick = (settings.period / SAMPLES_PER_PERIOD).max(Duration::from_millis(1));
                 activator.activate_after(tick);

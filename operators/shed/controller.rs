@@ -4,7 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use std::time::Duration;
+
 use super::actuator::Actuation;
+use super::predictor::Prediction;
 
 /// What a controller sees at the end of a sampling period.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -35,6 +38,12 @@ pub struct PeriodSample {
 pub trait Controller {
     /// The controller's name in reports.
     fn name(&self) -> &'static str;
+    /// Called once by the loop before its first period, with its target
+    /// delay, its period and the delay it controls on: a controller that
+    /// designs itself (as [`crate::shed::Auto`] does) learns them here.
+    fn begin(&mut self, target: Duration, period: Duration, prediction: Prediction) {
+        let _ = (target, period, prediction);
+    }
     /// The rate to admit during the next period, records/s; the shedder
     /// drops what arrives beyond it (nothing, if it is above the arrival
     /// rate).
@@ -57,6 +66,10 @@ pub trait Controller {
 impl<C: Controller + ?Sized> Controller for Box<C> {
     fn name(&self) -> &'static str {
         (**self).name()
+    }
+
+    fn begin(&mut self, target: Duration, period: Duration, prediction: Prediction) {
+        (**self).begin(target, period, prediction)
     }
 
     fn admitted_rate(&mut self, sample: &PeriodSample) -> f64 {
@@ -201,6 +214,17 @@ impl Bounded {
     pub fn setpoint_ms(&self) -> f64 {
         self.pi.target_ms
     }
+
+    /// The PI's parameters now.
+    pub fn params(&self) -> PiParams {
+        self.pi.params
+    }
+
+    /// New PI parameters, keeping what the controller has learned (its
+    /// integral and its margin).
+    pub(crate) fn redesign(&mut self, params: PiParams) {
+        self.pi.params = params;
+    }
 }
 
 impl Controller for Bounded {
@@ -277,6 +301,22 @@ impl Controller for NoShedding {
     }
 }
 
+/// A 100 ms period whose delay stayed at `delay_ms` throughout, with these
+/// rates: for tests.
+#[cfg(test)]
+pub(crate) fn steady_period(delay_ms: f64, arrival_rate: f64, admitted_rate: f64, processed_rate: f64) -> PeriodSample {
+    PeriodSample {
+        delay_ms,
+        arrival_rate,
+        admitted_rate,
+        processed_rate,
+        age_ms: delay_ms,
+        max_age_ms: delay_ms,
+        spread_ms: 0.0,
+        length_ms: 100.0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,16 +328,7 @@ mod tests {
 
     /// A period in which the dataflow processed `processed_rate`.
     fn measured(delay_ms: f64, arrival_rate: f64, processed_rate: f64) -> PeriodSample {
-        PeriodSample {
-            delay_ms,
-            arrival_rate,
-            admitted_rate: arrival_rate.min(processed_rate),
-            processed_rate,
-            age_ms: delay_ms,
-            max_age_ms: delay_ms,
-            spread_ms: 0.0,
-            length_ms: 100.0,
-        }
+        steady_period(delay_ms, arrival_rate, arrival_rate.min(processed_rate), processed_rate)
     }
 
     #[test]

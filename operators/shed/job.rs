@@ -22,6 +22,7 @@ use crate::common::latency::LatencySummary;
 use crate::common::Error;
 
 use super::actuator::Actuation;
+use super::auto::Auto;
 use super::closed_loop::{LoopHandle, LoopSettings, ShedLoop};
 use super::controller::{Bounded, Coarse, Controller, NoShedding, Pi, PiParams};
 use super::excitation::{ExcitationSpec, Excited};
@@ -33,6 +34,9 @@ use super::sliced::TimeSliced;
 /// Which controller runs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub enum ControllerSpec {
+    /// [`Auto`]: the capacity measured, the PI designed for it, under a
+    /// learned margin.
+    Auto,
     /// The delay target as a bound: PI with these parameters under a
     /// learned margin ([`Bounded`]).
     Bounded(PiParams),
@@ -49,6 +53,7 @@ pub enum ControllerSpec {
 impl ControllerSpec {
     fn build(&self, target_ms: f64, periods: usize) -> Box<dyn Controller> {
         match *self {
+            ControllerSpec::Auto => Box::new(Auto::default()),
             ControllerSpec::Bounded(params) => Box::new(Bounded::new(params, target_ms)),
             ControllerSpec::Pi(params) => Box::new(Pi::new(params, target_ms)),
             ControllerSpec::Excited(params, spec) => Box::new(Excited::new(Pi::new(params, target_ms), spec, periods)),
@@ -60,6 +65,7 @@ impl ControllerSpec {
     /// The name reports use.
     pub fn name(&self) -> &'static str {
         match self {
+            ControllerSpec::Auto => "auto",
             ControllerSpec::Bounded(_) => "bound",
             ControllerSpec::Pi(_) => "pi",
             ControllerSpec::Coarse => "ca",
@@ -374,11 +380,9 @@ impl ShedJob {
     /// The loop's settings, with the testbed's clock.
     pub fn settings(&self, testbed: &Testbed) -> LoopSettings<u64> {
         let clock = testbed.clone();
-        let mut settings = LoopSettings::new(
-            Duration::from_secs_f64(self.target_ms / 1000.0),
-            Duration::from_secs_f64(self.period_ms / 1000.0),
-        )
-        .with_clock(move |stamp: &u64| clock.instant_of(*stamp));
+        let mut settings = LoopSettings::new(Duration::from_secs_f64(self.target_ms / 1000.0))
+            .with_period(Duration::from_secs_f64(self.period_ms / 1000.0))
+            .with_clock(move |stamp: &u64| clock.instant_of(*stamp));
         settings.prediction = self.prediction;
         settings.mode = self.mode;
         settings.seed = self.seed;

@@ -3,6 +3,7 @@
 //! shedding operator, and identification and pole-placement design.
 
 mod actuator;
+mod auto;
 #[cfg(feature = "lab")]
 pub mod cli;
 mod closed_loop;
@@ -28,6 +29,7 @@ mod shedder;
 mod sliced;
 
 pub use actuator::Actuation;
+pub use auto::Auto;
 pub use closed_loop::{Clock, LoopFigures, LoopHandle, LoopPeriod, LoopSettings, ShedLoop};
 pub use controller::{Bounded, Coarse, Controller, NoShedding, PeriodSample, Pi, PiParams};
 pub use design::{

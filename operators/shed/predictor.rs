@@ -100,19 +100,11 @@ impl DelayPredictor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shed::controller::steady_period;
     use crate::shed::fluid_queue::FluidQueue;
 
     fn sample(age_ms: f64, admitted_rate: f64, processed_rate: f64) -> PeriodSample {
-        PeriodSample {
-            delay_ms: age_ms,
-            arrival_rate: admitted_rate,
-            admitted_rate,
-            processed_rate,
-            age_ms,
-            max_age_ms: age_ms,
-            spread_ms: 0.0,
-            length_ms: 100.0,
-        }
+        steady_period(age_ms, admitted_rate, admitted_rate, processed_rate)
     }
 
     #[test]
