@@ -5,7 +5,6 @@ use equipoise::shed::job::{run_shedding, ControllerSpec, ShedJob};
 use equipoise::shed::profile::Profile;
 use equipoise::shed::Actuation;
 use equipoise::shed::PiParams;
-use equipoise::shed::Prediction;
 use equipoise::shed::ShedMode;
 use equipoise::shed::{nominal_pi, NOMINAL_POLES};
 use support::{report, run_example, run_two_processes, scratch};
@@ -22,18 +21,11 @@ fn alone() -> std::sync::MutexGuard<'static, ()> {
 
 fn job(controller: ControllerSpec, profile: &str) -> ShedJob {
     ShedJob {
-        controller,
-        prediction: Prediction::Smith,
-        actuation: None,
         target_ms: 200.0,
         period_ms: 50.0,
         duration_s: 2.0,
-        profile: profile.parse().unwrap(),
-        cost_us: 20.0,
-        cost_step: None,
-        mode: ShedMode::Random,
         seed: 3,
-        progress: false,
+        ..ShedJob::new(controller, profile.parse().unwrap())
     }
 }
 
@@ -132,28 +124,31 @@ fn a_held_rate_keeps_a_flash_crowd_out_of_the_backlog() {
     }
 }
 
+/// The example's `run` on 2 processes x 2 workers at 300 000 records/s
+/// (about three times what this machine's 2 cores process), W = 100 ms,
+/// D_t = 300 ms, with `extra` flags; the report, written to scratch `name`.
+fn overloaded_on_two_processes(name: &str, extra: &[&str]) -> serde_json::Value {
+    let path = scratch(name);
+    let mut args = vec![
+        "run",
+        "--profile",
+        "constant:300000",
+        "--period-ms",
+        "100",
+        "--target-ms",
+        "300",
+    ];
+    args.extend_from_slice(extra);
+    run_two_processes("shedding", &args, &path);
+    report(&path)
+}
+
 #[test]
 fn two_processes_shed_against_their_shared_output_frontier() {
     let _alone = alone();
     // 2 processes x 2 workers on this machine's 2 cores: 300,000 records/s
     // is about three times what they process.
-    let path = scratch("shedding-2x2.json");
-    run_two_processes(
-        "shedding",
-        &[
-            "run",
-            "--profile",
-            "constant:300000",
-            "--period-ms",
-            "100",
-            "--target-ms",
-            "300",
-            "--duration-s",
-            "4",
-        ],
-        &path,
-    );
-    let r = report(&path);
+    let r = overloaded_on_two_processes("shedding-2x2.json", &["--duration-s", "4"]);
     let count = |field: &str| r[field].as_u64().unwrap();
     assert!(count("arrived") > 1_000_000, "{r}");
     assert!(count("dropped") > count("arrived") / 3, "{r}");
@@ -166,6 +161,30 @@ fn two_processes_shed_against_their_shared_output_frontier() {
     // workers sharing 2 cores, one run in three here reached a p99 of
     // 1.9 s (what the bounded default controller is for).
     assert!(r["delay_ms"]["p50"].as_f64().unwrap() < 375.0, "{r}");
+}
+
+#[test]
+fn two_processes_with_skewed_readers_drop_the_same_share_on_every_worker() {
+    let _alone = alone();
+    // Worker 0 of 2 processes x 2 workers reads 80 %; admitted records are
+    // exchanged before the costly stage; about three times what they process.
+    let r = overloaded_on_two_processes(
+        "shedding-2x2-skewed.json",
+        &["--duration-s", "3", "--readers", "skewed:0.8"],
+    );
+    let count = |field: &str| r[field].as_u64().unwrap();
+    assert_eq!(count("processed"), count("arrived") - count("dropped"), "{r}");
+    let fractions: Vec<f64> = r["drop_fraction_by_worker"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_f64().unwrap())
+        .collect();
+    assert_eq!(fractions.len(), 4, "{r}");
+    let (low, high) = fractions
+        .iter()
+        .fold((1.0f64, 0.0f64), |(low, high), &f| (low.min(f), high.max(f)));
+    assert!(low > 0.3 && high - low <= 0.05, "{fractions:?}");
 }
 
 #[test]
@@ -183,6 +202,7 @@ fn bad_options_and_rate_files_are_clear_errors() {
             "expected auto, bound, pi, ca or none",
         ),
         (vec!["run", "--pi", "1,2"], "expected u,g,r"),
+        (vec!["run", "--readers", "skewed:1.5"], "--readers"),
         (
             vec!["run", "--controller", "auto", "--pi", "1,250,0.88"],
             "auto designs its own PI",

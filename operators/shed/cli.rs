@@ -22,6 +22,7 @@ use super::job::{capacity_per_worker, ControllerSpec, CostStep, ShedJob, ShedRep
 use super::plot::{write_trace_csv, write_trace_svg};
 use super::predictor::Prediction;
 use super::profile::Profile;
+use super::readers::Readers;
 use super::shedder::ShedMode;
 
 /// Load shedding held at a delay target by a PI controller.
@@ -85,6 +86,12 @@ pub struct RunArgs {
     /// sine:<mean>:<amp>:<period_s> | bursts:<base>:<peak>:<every_s>:<len_s> | file:<PATH>.
     #[arg(long, default_value = "ramp:20000:150000:2:8")]
     pub profile: Profile,
+    /// Which workers read: `even` (every worker alike), `one` (worker 0) or
+    /// `skewed:<share>` (worker 0 reads that share, the others the rest);
+    /// under the last two the admitted records are exchanged before the
+    /// costly stage.
+    #[arg(long, default_value = "even")]
+    pub readers: Readers,
     /// A step in the per-record cost: <cost_us>:<at_s>.
     #[arg(long, allow_hyphen_values = true)]
     pub cost_step: Option<String>,
@@ -181,6 +188,7 @@ impl RunArgs {
             mode: self.mode,
             prediction: self.prediction,
             actuation: self.actuation,
+            readers: self.readers,
             ..ShedJob::new(self.controller()?, self.profile.clone())
         };
         if let Some(text) = &self.cost_step {
@@ -198,6 +206,7 @@ impl RunArgs {
         cluster.agree("--cost-us", c.cost_us);
         cluster.agree("--cost-step", &self.cost_step);
         cluster.agree("--seed", c.seed);
+        cluster.agree("--readers", self.readers);
         Ok((job, cluster))
     }
 

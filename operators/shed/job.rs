@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use timely::dataflow::operators::vec::Input;
-use timely::dataflow::operators::Probe;
+use timely::dataflow::operators::{Exchange, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::worker::Worker;
 
@@ -28,6 +28,7 @@ use super::controller::{Bounded, Coarse, Controller, NoShedding, Pi, PiParams};
 use super::excitation::{ExcitationSpec, Excited};
 use super::predictor::Prediction;
 use super::profile::Profile;
+use super::readers::Readers;
 use super::shedder::ShedMode;
 use super::sliced::TimeSliced;
 
@@ -112,13 +113,15 @@ pub struct ShedJob {
     pub seed: u64,
     /// Print a progress line to stderr about once a second (worker 0).
     pub progress: bool,
+    /// Which workers read.
+    pub readers: Readers,
 }
 
 impl ShedJob {
     /// `controller` under `profile`, with the defaults of the examples: the
     /// Smith prediction and the controller's own actuation, D_t = 300 ms,
     /// W = 100 ms, 10 s of arrivals, 20 µs per record and no step in it,
-    /// random drops, seed 1, no progress lines.
+    /// random drops, seed 1, no progress lines, every worker reading.
     pub fn new(controller: ControllerSpec, profile: Profile) -> Self {
         ShedJob {
             controller,
@@ -133,6 +136,7 @@ impl ShedJob {
             mode: ShedMode::Random,
             seed: 1,
             progress: false,
+            readers: Readers::Even,
         }
     }
 
@@ -210,6 +214,9 @@ pub struct ShedReport {
     /// Worker 0's trace, one row per period.
     #[serde(skip)]
     pub trace: Vec<TraceRow>,
+    /// Each worker's dropped share of the records it read (0 for a worker
+    /// that read none), by worker.
+    pub drop_fraction_by_worker: Vec<f64>,
 }
 
 impl ShedReport {
@@ -414,7 +421,7 @@ impl ShedJob {
         // Epochs start now, not at 0: the frontier delay of the first period
         // is measured from the start of the run.
         input.advance_to(base_ms);
-        let share = 1.0 / peers as f64;
+        let share = self.readers.share(index, peers);
         let (mut owed, mut last) = (0.0f64, 0.0f64);
         let mut utility = self.seed ^ (index as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
         let duration_ms = self.duration_s * 1000.0;
@@ -519,6 +526,12 @@ pub fn run_shedding_on(job: ShedJob, cluster: &ClusterArgs) -> Result<Option<She
                     .input_from(&mut input)
                     .shed_loop(&job.settings(&testbed), job.controller(), &output, utility);
             let processing = testbed.clone();
+            // Few readers: the admitted records spread over every worker.
+            let admitted = if job.readers.exchanged() {
+                admitted.exchange(|record: &Record| record.1.to_bits())
+            } else {
+                admitted
+            };
             admitted
                 .time_sliced("Process", PROCESSING_SLICE, move |_, record: Record| {
                     processing.process(&record);
@@ -590,6 +603,16 @@ fn assemble(job: &ShedJob, workers: usize, figures: Vec<WorkerFigures>) -> ShedR
             ControllerSpec::Bounded(params) | ControllerSpec::Pi(params) | ControllerSpec::Excited(params, _) => params,
             _ => PiParams { u: 0.0, g: 0.0, r: 0.0 },
         },
+        drop_fraction_by_worker: figures
+            .iter()
+            .map(|f| {
+                if f.arrived > 0 {
+                    f.dropped as f64 / f.arrived as f64
+                } else {
+                    0.0
+                }
+            })
+            .collect(),
         trace: figures.into_iter().next().map(|f| f.trace).unwrap_or_default(),
     }
 }

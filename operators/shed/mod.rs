@@ -23,6 +23,8 @@ mod predictor;
 #[cfg(feature = "lab")]
 pub mod profile;
 #[cfg(feature = "lab")]
+pub mod readers;
+#[cfg(feature = "lab")]
 pub mod scenario;
 mod sharing;
 mod shedder;
