@@ -446,6 +446,12 @@ impl ShedJob {
                 utility = splitmix64(utility);
                 input.send((time, (utility >> 11) as f64 / (1u64 << 53) as f64));
             }
+            // A worker that read nothing still moves its input on: its
+            // capability would otherwise hold the output frontier back.
+            let stamp = base_ms + now as u64;
+            if *input.time() < stamp {
+                input.advance_to(stamp);
+            }
             last = now;
             if now >= duration_ms {
                 break;
