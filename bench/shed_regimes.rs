@@ -1,9 +1,10 @@
-//! The default shedding controller (`bound`) against the coarse algorithm
+//! The default shedding controller (`auto`, or `bound` designed for the
+//! nominal capacity) against the coarse algorithm
 //! across regimes: sampling periods W and delay targets D_t, every
 //! scenario of the benchmarks (profiles, a cost step, a cost step while
 //! another thread takes a core), at 1 and 2 workers. One table.
 //!
-//! `cargo bench --bench shed_regimes -- [--duration-s S] [--cost-us X] [--workers 1,2] [--cells 100/300,100/2000,300/2000,1000/2000] [--scenarios "flash,cost"]`
+//! `cargo bench --bench shed_regimes -- [--controller auto|bound] [--duration-s S] [--cost-us X] [--workers 1,2] [--cells 100/300,100/2000,300/2000,1000/2000] [--scenarios "flash,cost"]`
 //!
 //! Capacity is `workers × 10⁶ / cost_us` records/s (each worker a core).
 
@@ -18,6 +19,10 @@ use equipoise::shed::{nominal_pi, NOMINAL_POLES};
 
 #[derive(Parser, Debug)]
 struct Args {
+    /// The controller against CA: `auto` (no capacity given) or `bound`
+    /// (designed for the nominal capacity).
+    #[arg(long, default_value = "auto")]
+    controller: String,
     /// Seconds of arrivals per run.
     #[arg(long, default_value_t = 10.0)]
     duration_s: f64,
@@ -72,11 +77,15 @@ fn main() {
                 .unwrap_or_else(|| panic!("--cells {cell}: expected W/D_t in ms, e.g. 300/2000"))
         })
         .collect();
+    let name = args.controller.as_str();
+    if !["auto", "bound"].contains(&name) {
+        panic!("--controller {name}: expected auto or bound");
+    }
     println!(
-        "shedding regimes: bound (the default) vs ca, {} µs per record, {} s per run",
+        "shedding regimes: {name} vs ca, {} µs per record, {} s per run",
         args.cost_us, args.duration_s
     );
-    println!("| W / D_t ms | workers | scenario | loss % bound / ca / least within D_t | violation s bound / ca | admitted over D_t % bound / ca | max overshoot ms bound / ca | p99 ms bound / ca | periods to under D_t after the step | holds | loss target reachable within D_t |");
+    println!("| W / D_t ms | workers | scenario | loss % {name} / ca / least within D_t | violation s {name} / ca | admitted over D_t % {name} / ca | max overshoot ms {name} / ca | p99 ms {name} / ca | periods to under D_t after the step | holds | loss target reachable within D_t |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let (mut holding, mut cells_run, mut unreachable, mut holding_reachable) = (0, 0, 0, 0);
     for &(period_ms, target_ms) in &cells {
@@ -104,11 +113,10 @@ fn main() {
                 };
                 let least = scenario.least_loss(&job(ControllerSpec::None), workers);
                 let run = |controller| run_with_competitor(job(controller), workers, competitor_from);
-                let bound = run(ControllerSpec::Bounded(nominal_pi(
-                    period_ms,
-                    per_worker,
-                    NOMINAL_POLES,
-                )));
+                let bound = run(match name {
+                    "auto" => ControllerSpec::Auto,
+                    _ => ControllerSpec::Bounded(nominal_pi(period_ms, per_worker, NOMINAL_POLES)),
+                });
                 let ca = run(ControllerSpec::Coarse);
                 let over = |r: &ShedReport| 100.0 * r.delayed_records as f64 / r.processed.max(1) as f64;
                 let violation = |r: &ShedReport| r.delay_violation_ms_sum / 1000.0;
