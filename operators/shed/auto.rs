@@ -106,16 +106,16 @@ impl Controller for Auto {
             return sample.arrival_rate.max(sample.processed_rate);
         };
         let params = nominal_pi(self.period_ms, capacity, self.poles);
-        match &mut self.designed {
+        let bounded = match &mut self.designed {
             Some((designed_for, bounded)) => {
                 if (capacity / *designed_for - 1.0).abs() > REDESIGN_AT {
                     *designed_for = capacity;
                     bounded.redesign(params);
                 }
+                bounded
             }
-            None => self.designed = Some((capacity, Bounded::new(params, self.target_ms))),
-        }
-        let (_, bounded) = self.designed.as_mut().expect("designed above");
+            None => &mut self.designed.insert((capacity, Bounded::new(params, self.target_ms))).1,
+        };
         bounded.admitted_rate(sample)
     }
 }

@@ -285,17 +285,15 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
         let stream =
             self.unary_frontier::<CapacityContainerBuilder<Vec<D>>, _, _, _>(Pipeline, "ShedLoop", move |_, info| {
                 // The peers' rates, outside progress tracking: arrivals wake the loop.
-                let channel = settings.global.then(|| {
+                let mut channel = settings.global.then(|| {
                     let timely_worker = scope.worker();
                     let identifier = timely_worker.new_identifier();
                     timely_worker.broadcast::<Bincode<Share>>(identifier, Rc::clone(&info.address))
                 });
                 // Without sharing, a loop of one: it decides on its own periods.
-                let (mut periods, mut ended) = match channel {
-                    Some(_) => (Periods::new(peers, me, PATIENCE_PERIODS), 0u64),
-                    None => (Periods::new(1, 0, PATIENCE_PERIODS), 0u64),
-                };
-                let sharer = if channel.is_some() { me } else { 0 };
+                let (workers, sharer) = if channel.is_some() { (peers, me) } else { (1, 0) };
+                let mut periods = Periods::new(workers, sharer, PATIENCE_PERIODS);
+                let mut ended = 0u64;
                 controller.begin(settings.target, settings.period, settings.prediction);
                 let activator = scope.activator_for(info.address);
                 let tick = (settings.period / SAMPLES_PER_PERIOD).max(Duration::from_millis(1));
@@ -313,7 +311,6 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
                 let mut last = PeriodSample::default();
                 // The longest this operator went unscheduled in the period.
                 let (mut previous, mut gap) = (Instant::now(), Duration::ZERO);
-                let mut channel = channel;
                 move |(input, frontier), session| {
                     let now = Instant::now();
                     gap = gap.max(now.saturating_duration_since(previous));
