@@ -71,6 +71,26 @@ struct Config {
 
 const STATIC_K: [usize; 4] = [1, 4, 16, 64];
 
+/// Adds a configuration, marked `again` if the same one is already there.
+fn push(
+    configs: &mut Vec<Config>,
+    workload: &'static str,
+    input: &Arc<SpatialInput>,
+    policy: PolicySpec,
+    workers: usize,
+) {
+    let again = configs
+        .iter()
+        .any(|c| c.workload == workload && c.workers == workers && c.policy == policy);
+    configs.push(Config {
+        workload,
+        input: Arc::clone(input),
+        policy,
+        workers,
+        again,
+    });
+}
+
 impl Config {
     fn label(&self) -> String {
         match self.policy {
@@ -130,16 +150,7 @@ fn main() {
                 .map(PolicySpec::StaticBlocks)
                 .chain(swarms.iter().copied());
             for policy in policies {
-                let again = configs
-                    .iter()
-                    .any(|c: &Config| c.workload == name && c.workers == workers && c.policy == policy);
-                configs.push(Config {
-                    workload: name,
-                    input: Arc::clone(input),
-                    policy,
-                    workers,
-                    again,
-                });
+                push(&mut configs, name, input, policy, workers);
             }
         }
     }
@@ -148,16 +159,7 @@ fn main() {
             // 64 blocks per worker, one cell per partition, and SWARM.
             let statics = [64, cells / workers].map(PolicySpec::StaticBlocks);
             for policy in statics.into_iter().chain(swarms.iter().copied()) {
-                let again = configs
-                    .iter()
-                    .any(|c: &Config| c.workers == workers && c.policy == policy);
-                configs.push(Config {
-                    workload: "hotspot",
-                    input: Arc::clone(&hotspot),
-                    policy,
-                    workers,
-                    again,
-                });
+                push(&mut configs, "hotspot", &hotspot, policy, workers);
             }
         }
     }
