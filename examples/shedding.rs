@@ -19,8 +19,8 @@ use clap::Parser;
 use equipoise::common::Error;
 use equipoise::shed::cli::{RunArgs, ShedArgs, ShedCommand};
 use equipoise::shed::job::{run_shedding_with, Record, ShedJob, WorkerFigures, PROCESSING_SLICE};
-use equipoise::shed::{ShedLoop, TimeSliced};
-use timely::dataflow::operators::{Input, Probe};
+use equipoise::shed::{Deadline, ShedLoop, TimeSliced};
+use timely::dataflow::operators::{Exchange, Input, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::worker::Worker;
 
@@ -58,15 +58,29 @@ fn worker(worker: &mut Worker, job: &ShedJob) -> WorkerFigures {
             scope
                 .input_from(&mut input)
                 .shed_loop(&settings, job.controller(), &output, utility);
+        // Few readers (`--readers one`): the admitted records spread over
+        // every worker.
+        let admitted = if job.readers.exchanged() {
+            admitted.exchange(|record: &Record| record.1.to_bits())
+        } else {
+            admitted
+        };
         // The application: at most a slice of time per activation, so that
         // the backlog shows in the output frontier and arrivals keep coming.
         let processing = testbed.clone();
-        admitted
-            .time_sliced("Process", PROCESSING_SLICE, move |_time, record: Record| {
-                processing.process(&record);
-                None::<()>
-            })
-            .probe_with(&output);
+        let process = move |_time: &u64, record: Record| {
+            processing.process(&record);
+            None::<()>
+        };
+        // Records that can no longer make the target are dropped before
+        // their work is spent (`--drop-late false`: worked on anyway).
+        if job.drop_late {
+            let deadline = Deadline::new(&settings, &shedding);
+            admitted.time_sliced_within("Process", PROCESSING_SLICE, &deadline, process)
+        } else {
+            admitted.time_sliced("Process", PROCESSING_SLICE, process)
+        }
+        .probe_with(&output);
         shedding
     });
     job.feed(worker, &testbed, input, &shedding, &output)

@@ -72,8 +72,7 @@ pub struct RunArgs {
     /// Flags both subcommands take.
     #[command(flatten)]
     pub common: CommonArgs,
-    /// `auto` (the capacity measured and the PI designed for it, under a
-    /// learned margin), `bound` (the same with the PI given or designed for
+    /// `auto` (the capacity measured and the PI designed for it), `bound` (the same with the PI given or designed for
     /// the nominal capacity), `pi` (the paper's PI, holding the delay at the
     /// target), `ca` (the coarse algorithm) or `none`. Default: `auto`, or
     /// `bound` when `--pi` or `--pi-file` gives a PI.
@@ -92,6 +91,11 @@ pub struct RunArgs {
     /// costly stage.
     #[arg(long, default_value = "even")]
     pub readers: Readers,
+    /// Whether the costly stage drops, before spending work on them, the
+    /// admitted records that can no longer make the target (counted as
+    /// `late` in the report): `true` or `false`.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub drop_late: bool,
     /// A step in the per-record cost: <cost_us>:<at_s>.
     #[arg(long, allow_hyphen_values = true)]
     pub cost_step: Option<String>,
@@ -189,6 +193,7 @@ impl RunArgs {
             prediction: self.prediction,
             actuation: self.actuation,
             readers: self.readers,
+            drop_late: self.drop_late,
             ..ShedJob::new(self.controller()?, self.profile.clone())
         };
         if let Some(text) = &self.cost_step {
@@ -207,6 +212,7 @@ impl RunArgs {
         cluster.agree("--cost-step", &self.cost_step);
         cluster.agree("--seed", c.seed);
         cluster.agree("--readers", self.readers);
+        cluster.agree("--drop-late", self.drop_late);
         Ok((job, cluster))
     }
 
@@ -389,8 +395,8 @@ impl fmt::Display for ShedReport {
         let r = self;
         writeln!(
             f,
-            "{} controller, target {} ms, {} s: {} arrived, {} dropped",
-            r.controller, r.target_delay_ms, r.duration_s, r.arrived, r.dropped
+            "{} controller, target {} ms, {} s: {} arrived, {} dropped, {} late",
+            r.controller, r.target_delay_ms, r.duration_s, r.arrived, r.dropped, r.late
         )?;
         writeln!(
             f,

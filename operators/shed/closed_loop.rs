@@ -133,6 +133,13 @@ pub struct LoopFigures {
     /// exact at any moment: once the output is done,
     /// `arrived = dropped + processed`, however the input ended.
     pub processed: u64,
+    /// Admitted records a work stage on this worker dropped under the
+    /// loop's [`Deadline`](super::Deadline) because their time began at
+    /// least the target ago. They are counted in `processed` by the worker
+    /// that admitted them (their time completes like any other), so over
+    /// all workers `processed − late` records were worked on and
+    /// `dropped + late` lost.
+    pub late: u64,
     /// One row per period.
     pub periods: Vec<LoopPeriod>,
 }
@@ -152,6 +159,11 @@ impl LoopHandle {
     pub fn figures(&self) -> LoopFigures {
         (self.settle)();
         self.figures.borrow().clone()
+    }
+
+    /// The figures the loop keeps, for a [`Deadline`](super::Deadline) to count in.
+    pub(crate) fn shared_figures(&self) -> Rc<RefCell<LoopFigures>> {
+        Rc::clone(&self.figures)
     }
 }
 
@@ -347,7 +359,8 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
                     settle();
                     let least = output.with_frontier(|f| f.first().cloned());
                     meter.observe(least.as_ref(), now);
-                    if let Some(own) = meter.period_end(now) {
+                    let late = figures.borrow().late;
+                    if let Some(own) = meter.period_end(now, late) {
                         // A period in which the process stood still measured the
                         // stall, not the dataflow: a guarded controller's decision
                         // stays as it was.
@@ -441,7 +454,7 @@ struct Meter<T> {
     admitted: u64,
     /// Completions so far, at the ends of the periods of the last
     /// [`RATE_WINDOW`] (and one before), oldest first.
-    completed: VecDeque<(Instant, u64)>,
+    completed: VecDeque<(Instant, f64)>,
     delay_sum_ms: f64,
     samples: u64,
     age_ms: f64,
@@ -464,7 +477,7 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
             period_start: now,
             arrived: 0,
             admitted: 0,
-            completed: VecDeque::from([(now, 0)]),
+            completed: VecDeque::from([(now, 0.0)]),
             delay_sum_ms: 0.0,
             samples: 0,
             age_ms: 0.0,
@@ -507,14 +520,17 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
     }
 
     /// At a period's end, the sample for the controller; the sums start
-    /// again.
-    fn period_end(&mut self, now: Instant) -> Option<PeriodSample> {
+    /// again. `late`: the records this worker's work stage has dropped
+    /// under the loop's deadline so far, which the processed rate leaves
+    /// out (their times complete without costing any work: counted, they
+    /// would read as capacity the dataflow does not have).
+    fn period_end(&mut self, now: Instant, late: u64) -> Option<PeriodSample> {
         let length = now.saturating_duration_since(self.period_start);
         if length < self.period || self.samples == 0 {
             return None;
         }
         let seconds = length.as_secs_f64();
-        let total = self.ledger.borrow().processed;
+        let total = self.ledger.borrow().processed as f64 - late as f64;
         self.completed.push_back((now, total));
         while self.completed.len() > 2
             && now.saturating_duration_since(self.completed[1].0) >= RATE_WINDOW.max(2 * self.period)
@@ -529,7 +545,7 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
             delay_ms: self.delay_sum_ms / self.samples as f64,
             arrival_rate: self.arrived as f64 / seconds,
             admitted_rate: self.admitted as f64 / seconds,
-            processed_rate: (total - before) as f64 / window,
+            processed_rate: ((total - before) / window).max(0.0),
             age_ms: self.age_ms,
             max_age_ms: self.max_age_ms,
             spread_ms,

@@ -25,6 +25,7 @@ use super::actuator::Actuation;
 use super::auto::Auto;
 use super::closed_loop::{LoopHandle, LoopSettings, ShedLoop};
 use super::controller::{Bounded, Coarse, Controller, NoShedding, Pi, PiParams};
+use super::deadline::Deadline;
 use super::excitation::{ExcitationSpec, Excited};
 use super::predictor::Prediction;
 use super::profile::Profile;
@@ -35,8 +36,7 @@ use super::sliced::TimeSliced;
 /// Which controller runs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub enum ControllerSpec {
-    /// [`Auto`]: the capacity measured, the PI designed for it, under a
-    /// learned margin.
+    /// [`Auto`]: the capacity measured, the PI designed for it.
     Auto,
     /// The delay target as a bound: PI with these parameters under a
     /// learned margin ([`Bounded`]).
@@ -115,13 +115,17 @@ pub struct ShedJob {
     pub progress: bool,
     /// Which workers read.
     pub readers: Readers,
+    /// Whether the costly stage drops the records that can no longer make
+    /// the target ([`TimeSliced::time_sliced_within`]).
+    pub drop_late: bool,
 }
 
 impl ShedJob {
     /// `controller` under `profile`, with the defaults of the examples: the
     /// Smith prediction and the controller's own actuation, D_t = 300 ms,
     /// W = 100 ms, 10 s of arrivals, 20 µs per record and no step in it,
-    /// random drops, seed 1, no progress lines, every worker reading.
+    /// random drops, seed 1, no progress lines, every worker reading, late
+    /// records dropped before their work.
     pub fn new(controller: ControllerSpec, profile: Profile) -> Self {
         ShedJob {
             controller,
@@ -137,6 +141,7 @@ impl ShedJob {
             seed: 1,
             progress: false,
             readers: Readers::Even,
+            drop_late: true,
         }
     }
 
@@ -188,11 +193,15 @@ pub struct ShedReport {
     pub duration_s: f64,
     /// Records that arrived.
     pub arrived: u64,
-    /// Records dropped.
+    /// Records the loop dropped.
     pub dropped: u64,
+    /// Admitted records the costly stage dropped, before their work,
+    /// because they could no longer make the target.
+    #[serde(default)]
+    pub late: u64,
     /// Records processed (all the admitted ones, when the run drains).
     pub processed: u64,
-    /// dropped ÷ arrived.
+    /// (dropped + late) ÷ arrived.
     pub loss_ratio: f64,
     /// The least loss capacity allows: the profile's arrivals beyond
     /// capacity ÷ its arrivals, integrated over the run millisecond by
@@ -310,6 +319,7 @@ pub const PROCESSING_SLICE: Duration = Duration::from_millis(2);
 pub struct WorkerFigures {
     arrived: u64,
     dropped: u64,
+    late: u64,
     violation_ms: f64,
     delayed: u64,
     max_overshoot_ms: f64,
@@ -475,7 +485,7 @@ impl ShedJob {
         }
         let shed = shedding.figures();
         let mut figures = testbed.figures.take();
-        (figures.arrived, figures.dropped) = (shed.arrived, shed.dropped);
+        (figures.arrived, figures.dropped, figures.late) = (shed.arrived, shed.dropped, shed.late);
         if index == 0 {
             figures.trace = shed
                 .periods
@@ -527,10 +537,11 @@ pub fn run_shedding_on(job: ShedJob, cluster: &ClusterArgs) -> Result<Option<She
         let output = ProbeHandle::new();
         let shedding = worker.dataflow::<u64, _, _>(|scope| {
             let utility = |record: &Record| record.1;
+            let settings = job.settings(&testbed);
             let (admitted, shedding) =
                 scope
                     .input_from(&mut input)
-                    .shed_loop(&job.settings(&testbed), job.controller(), &output, utility);
+                    .shed_loop(&settings, job.controller(), &output, utility);
             let processing = testbed.clone();
             // Few readers: the admitted records spread over every worker.
             let admitted = if job.readers.exchanged() {
@@ -538,12 +549,17 @@ pub fn run_shedding_on(job: ShedJob, cluster: &ClusterArgs) -> Result<Option<She
             } else {
                 admitted
             };
-            admitted
-                .time_sliced("Process", PROCESSING_SLICE, move |_, record: Record| {
-                    processing.process(&record);
-                    None::<()>
-                })
-                .probe_with(&output);
+            let process = move |_: &u64, record: Record| {
+                processing.process(&record);
+                None::<()>
+            };
+            if job.drop_late {
+                let deadline = Deadline::new(&settings, &shedding);
+                admitted.time_sliced_within("Process", PROCESSING_SLICE, &deadline, process)
+            } else {
+                admitted.time_sliced("Process", PROCESSING_SLICE, process)
+            }
+            .probe_with(&output);
             shedding
         });
         job.feed(worker, &testbed, input, &shedding, &output)
@@ -584,6 +600,7 @@ fn ideal_loss_ratio(job: &ShedJob, workers: usize) -> f64 {
 fn assemble(job: &ShedJob, workers: usize, figures: Vec<WorkerFigures>) -> ShedReport {
     let arrived: u64 = figures.iter().map(|f| f.arrived).sum();
     let dropped: u64 = figures.iter().map(|f| f.dropped).sum();
+    let late: u64 = figures.iter().map(|f| f.late).sum();
     let processed: u64 = figures.iter().map(|f| f.processed).sum();
     let delays: Vec<u64> = figures.iter().flat_map(|f| f.delays_us.iter().copied()).collect();
     let ratio = |part: f64| if arrived > 0 { part / arrived as f64 } else { 0.0 };
@@ -593,8 +610,9 @@ fn assemble(job: &ShedJob, workers: usize, figures: Vec<WorkerFigures>) -> ShedR
         duration_s: job.duration_s,
         arrived,
         dropped,
+        late,
         processed,
-        loss_ratio: ratio(dropped as f64),
+        loss_ratio: ratio((dropped + late) as f64),
         ideal_loss_ratio: ideal_loss_ratio(job, workers),
         delay_violation_ms_sum: figures.iter().map(|f| f.violation_ms).sum(),
         delayed_records: figures.iter().map(|f| f.delayed).sum(),

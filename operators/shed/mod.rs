@@ -8,6 +8,7 @@ mod auto;
 pub mod cli;
 mod closed_loop;
 mod controller;
+mod deadline;
 mod design;
 mod excitation;
 #[cfg(test)]
@@ -34,6 +35,7 @@ pub use actuator::Actuation;
 pub use auto::Auto;
 pub use closed_loop::{Clock, LoopFigures, LoopHandle, LoopPeriod, LoopSettings, ShedLoop};
 pub use controller::{Bounded, Coarse, Controller, NoShedding, PeriodSample, Pi, PiParams};
+pub use deadline::Deadline;
 pub use design::{
     closed_loop_poles, default_poles, design, first_order_pi, fit_arx, fit_identification, fit_periods, is_stable,
     nominal_model, nominal_pi, ArxModel, Design, MEASURED_DELAY_POLES, NOMINAL_POLES,

@@ -10,7 +10,7 @@
 //! batch's capability, so the backlog shows in the output frontier, which is
 //! what the shedding loop measures.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use timely::container::CapacityContainerBuilder;
@@ -20,6 +20,8 @@ use timely::dataflow::operators::Capability;
 use timely::dataflow::StreamVec;
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
+
+use super::deadline::Deadline;
 
 /// Handling records for at most a slice of time per activation.
 pub trait TimeSliced<'scope, T: Timestamp + TotalOrder, D> {
@@ -45,52 +47,173 @@ pub trait TimeSliced<'scope, T: Timestamp + TotalOrder, D> {
         R: Clone + 'static,
         I: IntoIterator<Item = R>,
         L: FnMut(&T, D) -> I + 'static;
+
+    /// The same, dropping each record whose time began at least the
+    /// deadline's target ago before `logic` spends any work on it, and
+    /// counting it in its loop's figures ([`LoopFigures::late`]): it cannot
+    /// make the target any more, and working on it would make the records
+    /// behind it late too. What records are dropped does not depend on
+    /// their utility: none of them can be saved.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use timely::dataflow::operators::{Input, Probe};
+    /// use timely::dataflow::ProbeHandle;
+    /// use equipoise::shed::{Auto, Deadline, LoopSettings, ShedLoop, TimeSliced};
+    ///
+    /// timely::execute(timely::Config::thread(), |worker| {
+    ///     let settings = LoopSettings::new(Duration::from_millis(300));
+    ///     let mut input = timely::dataflow::InputHandle::new();
+    ///     let output = ProbeHandle::new();
+    ///     let handle = worker.dataflow::<u64, _, _>(|scope| {
+    ///         let (admitted, handle) =
+    ///             scope.input_from(&mut input).shed_loop(&settings, Auto::default(), &output, |_: &u64| 0.0);
+    ///         let deadline = Deadline::new(&settings, &handle);
+    ///         admitted
+    ///             .time_sliced_within("Work", Duration::from_millis(2), &deadline, |_time, x: u64| Some(x + 1))
+    ///             .probe_with(&output);
+    ///         handle
+    ///     });
+    ///     input.send_batch(&mut (0..1000u64).collect());
+    ///     drop(input);
+    ///     while !output.done() {
+    ///         worker.step();
+    ///     }
+    ///     let figures = handle.figures();
+    ///     // Nothing was late; had anything been, arrived = dropped + processed
+    ///     // still, and `late` of the processed were dropped by the work stage.
+    ///     assert_eq!((figures.arrived, figures.processed, figures.late), (1000, 1000, 0));
+    /// })
+    /// .unwrap();
+    /// ```
+    ///
+    /// [`LoopFigures::late`]: super::LoopFigures::late
+    fn time_sliced_within<R, I, L>(
+        self,
+        name: &str,
+        slice: Duration,
+        deadline: &Deadline<T>,
+        logic: L,
+    ) -> StreamVec<'scope, T, R>
+    where
+        R: Clone + 'static,
+        I: IntoIterator<Item = R>,
+        L: FnMut(&T, D) -> I + 'static;
 }
 
 impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> TimeSliced<'scope, T, D> for StreamVec<'scope, T, D> {
-    fn time_sliced<R, I, L>(self, name: &str, slice: Duration, mut logic: L) -> StreamVec<'scope, T, R>
+    fn time_sliced<R, I, L>(self, name: &str, slice: Duration, logic: L) -> StreamVec<'scope, T, R>
     where
         R: Clone + 'static,
         I: IntoIterator<Item = R>,
         L: FnMut(&T, D) -> I + 'static,
     {
-        let scope = self.scope();
-        self.unary::<CapacityContainerBuilder<Vec<R>>, _, _, _>(Pipeline, name, move |_, info| {
-            let activator = scope.activator_for(info.address);
-            let mut queue: VecDeque<(Capability<T>, std::vec::IntoIter<D>)> = VecDeque::new();
-            move |input, output| {
-                input.for_each_stamp(|cap, batches| {
-                    if let Some(held) = cap.retain_least(0) {
-                        for batch in batches {
-                            queue.push_back((held.clone(), std::mem::take(batch).into_iter()));
-                        }
-                    }
-                });
-                let began = Instant::now();
-                // At least one record per activation, so that a zero slice
-                // still makes progress.
-                while let Some((cap, records)) = queue.front_mut() {
-                    match records.next() {
-                        Some(record) => {
-                            let mut results = logic(cap.time(), record).into_iter().peekable();
-                            if results.peek().is_some() {
-                                output.session(&*cap).give_iterator(results);
-                            }
-                            if began.elapsed() >= slice {
-                                break;
-                            }
-                        }
-                        None => {
-                            queue.pop_front();
-                        }
+        sliced(self, name, slice, None, logic)
+    }
+
+    fn time_sliced_within<R, I, L>(
+        self,
+        name: &str,
+        slice: Duration,
+        deadline: &Deadline<T>,
+        logic: L,
+    ) -> StreamVec<'scope, T, R>
+    where
+        R: Clone + 'static,
+        I: IntoIterator<Item = R>,
+        L: FnMut(&T, D) -> I + 'static,
+    {
+        sliced(self, name, slice, Some(deadline.clone()), logic)
+    }
+}
+
+/// A batch waiting: its capability, its records, and when its time began
+/// (under a deadline).
+struct Waiting<T: Timestamp, D> {
+    cap: Capability<T>,
+    records: std::vec::IntoIter<D>,
+    began: Option<Instant>,
+}
+
+fn sliced<'scope, T, D, R, I, L>(
+    stream: StreamVec<'scope, T, D>,
+    name: &str,
+    slice: Duration,
+    deadline: Option<Deadline<T>>,
+    mut logic: L,
+) -> StreamVec<'scope, T, R>
+where
+    T: Timestamp + TotalOrder,
+    D: Clone + 'static,
+    R: Clone + 'static,
+    I: IntoIterator<Item = R>,
+    L: FnMut(&T, D) -> I + 'static,
+{
+    let scope = stream.scope();
+    stream.unary::<CapacityContainerBuilder<Vec<R>>, _, _, _>(Pipeline, name, move |_, info| {
+        let activator = scope.activator_for(info.address);
+        let mut queue: VecDeque<Waiting<T, D>> = VecDeque::new();
+        // Under a deadline with the first-record clock: when each waiting
+        // time was first seen, and how many batches of it wait.
+        let mut seen: BTreeMap<T, (Instant, usize)> = BTreeMap::new();
+        move |input, output| {
+            let now = Instant::now();
+            input.for_each_stamp(|cap, batches| {
+                if let Some(held) = cap.retain_least(0) {
+                    for batch in batches {
+                        let began = deadline.as_ref().map(|deadline| {
+                            let entry = seen.entry(held.time().clone()).or_insert((now, 0));
+                            entry.1 += 1;
+                            deadline.began(held.time(), entry.0)
+                        });
+                        queue.push_back(Waiting {
+                            cap: held.clone(),
+                            records: std::mem::take(batch).into_iter(),
+                            began,
+                        });
                     }
                 }
-                if !queue.is_empty() {
-                    activator.activate();
+            });
+            let began = Instant::now();
+            let mut late = 0;
+            // At least one record per activation, so that a zero slice
+            // still makes progress.
+            while let Some(waiting) = queue.front_mut() {
+                match waiting.records.next() {
+                    Some(record) => {
+                        if let (Some(deadline), Some(time_began)) = (&deadline, waiting.began) {
+                            if time_began.elapsed() >= deadline.target {
+                                late += 1;
+                                continue;
+                            }
+                        }
+                        let mut results = logic(waiting.cap.time(), record).into_iter().peekable();
+                        if results.peek().is_some() {
+                            output.session(&waiting.cap).give_iterator(results);
+                        }
+                        if began.elapsed() >= slice {
+                            break;
+                        }
+                    }
+                    None => {
+                        let done = queue.pop_front().expect("the front batch");
+                        if let Some(count) = seen.get_mut(done.cap.time()) {
+                            count.1 -= 1;
+                            if count.1 == 0 {
+                                seen.remove(done.cap.time());
+                            }
+                        }
+                    }
                 }
             }
-        })
-    }
+            if let Some(deadline) = deadline.as_ref().filter(|_| late > 0) {
+                deadline.count(late);
+            }
+            if !queue.is_empty() {
+                activator.activate();
+            }
+        }
+    })
 }
 
 #[cfg(test)]
@@ -129,6 +252,74 @@ mod tests {
             // In arrival order on the one worker.
             let seen = seen.lock().unwrap();
             assert!(seen.windows(2).all(|w| w[0] < w[1]), "slice {slice:?}");
+        }
+    }
+
+    #[test]
+    fn under_a_deadline_the_records_of_times_older_than_the_target_are_dropped_and_counted() {
+        use crate::shed::{Deadline, LoopSettings, NoShedding, ShedLoop};
+        use timely::dataflow::ProbeHandle;
+        for workers in [1, 2] {
+            let worked = Arc::new(Mutex::new(Vec::new()));
+            let sink = Arc::clone(&worked);
+            let figures = timely::execute(timely::Config::process(workers), move |worker| {
+                // Times below 5 began a second ago, the others now: with a
+                // 300 ms target the first half is late, the second not.
+                let start = Instant::now();
+                let settings = LoopSettings::new(Duration::from_millis(300)).with_clock(move |t: &u64| {
+                    if *t < 5 {
+                        start - Duration::from_secs(1)
+                    } else {
+                        start
+                    }
+                });
+                let mut input = timely::dataflow::InputHandle::new();
+                let output = ProbeHandle::new();
+                let sink = Arc::clone(&sink);
+                let handle = worker.dataflow::<u64, _, _>(|scope| {
+                    let (admitted, handle) =
+                        scope
+                            .input_from(&mut input)
+                            .shed_loop(&settings, NoShedding, &output, |_: &u64| 0.0);
+                    let deadline = Deadline::new(&settings, &handle);
+                    admitted
+                        .exchange(|x: &u64| *x)
+                        .time_sliced_within("Work", Duration::from_millis(1), &deadline, move |_, x: u64| {
+                            sink.lock().unwrap().push(x);
+                            None::<()>
+                        })
+                        .probe_with(&output);
+                    handle
+                });
+                let me = worker.index() as u64;
+                for time in 0..10u64 {
+                    input.advance_to(time);
+                    for x in 0..100u64 {
+                        input.send((time * 100 + x) * 2 + me);
+                    }
+                }
+                drop(input);
+                while !output.done() {
+                    worker.step();
+                }
+                handle.figures()
+            })
+            .unwrap()
+            .join()
+            .into_iter()
+            .map(|figures| figures.unwrap())
+            .collect::<Vec<_>>();
+            let sum = |f: fn(&crate::shed::LoopFigures) -> u64| figures.iter().map(f).sum::<u64>();
+            let arrived = 1000 * workers as u64;
+            assert_eq!(sum(|f| f.arrived), arrived);
+            assert_eq!(sum(|f| f.dropped), 0);
+            assert_eq!(sum(|f| f.processed), arrived, "the late ones' times completed too");
+            assert_eq!(sum(|f| f.late), arrived / 2, "{workers} workers");
+            // Exactly the records of the young times were worked on.
+            let mut worked = worked.lock().unwrap().clone();
+            worked.sort();
+            let expected: Vec<u64> = (500 * 2..1000 * 2).filter(|x| *x % 2 < workers as u64).collect();
+            assert_eq!(worked, expected);
         }
     }
 

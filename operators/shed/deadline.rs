@@ -1,0 +1,55 @@
+//! Dropping, where the work happens, the admitted records that can no
+//! longer make the loop's target.
+//!
+//! A loop admits records for the capacity it measured. When the cost of a
+//! record steps up (or another program takes a core), the records already
+//! admitted take longer than the loop planned for, and those at the back of
+//! the backlog finish past the target whatever the loop does next. Working
+//! on them spends capacity on records whose result is already late, which
+//! makes the next ones late too. A [`Deadline`] given to
+//! [`TimeSliced::time_sliced_within`](super::TimeSliced::time_sliced_within)
+//! drops a record instead when its time began at least the target ago, before
+//! any work is spent on it, and counts it in the loop's figures.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use super::closed_loop::{Clock, LoopFigures, LoopHandle, LoopSettings};
+
+/// The loop's target, applied by a work stage: see the module docs.
+#[derive(Clone)]
+pub struct Deadline<T> {
+    pub(crate) target: Duration,
+    pub(crate) clock: Clock<T>,
+    figures: Rc<RefCell<LoopFigures>>,
+}
+
+impl<T: Clone> Deadline<T> {
+    /// The deadline of the loop with `settings` and `handle` (on this
+    /// worker): its target, its clock, and its figures, where what the work
+    /// stage drops is counted as [`LoopFigures::late`]. Under the default
+    /// [`Clock::FirstRecord`] a time begins when the work stage first sees
+    /// it, a little after the loop did: the deadline errs towards keeping.
+    pub fn new(settings: &LoopSettings<T>, handle: &LoopHandle) -> Self {
+        Deadline {
+            target: settings.target,
+            clock: settings.clock.clone(),
+            figures: handle.shared_figures(),
+        }
+    }
+
+    /// Counts `late` records dropped.
+    pub(crate) fn count(&self, late: u64) {
+        self.figures.borrow_mut().late += late;
+    }
+
+    /// When `time` began, if its clock says; `seen` is when the work stage
+    /// first saw it.
+    pub(crate) fn began(&self, time: &T, seen: Instant) -> Instant {
+        match &self.clock {
+            Clock::FirstRecord => seen,
+            Clock::Stamp(clock) => clock(time),
+        }
+    }
+}
