@@ -72,9 +72,10 @@ pub struct RunArgs {
     /// Flags both subcommands take.
     #[command(flatten)]
     pub common: CommonArgs,
-    /// `auto` (the capacity measured and the PI designed for it), `bound` (the same with the PI given or designed for
-    /// the nominal capacity), `pi` (the paper's PI, holding the delay at the
-    /// target), `ca` (the coarse algorithm) or `none`. Default: `auto`, or
+    /// `auto` (the capacity measured and `bound` designed for it), `bound`
+    /// (the paper's PI, given or designed for the nominal capacity, under a
+    /// learned margin that keeps the delay under the target), `pi` (the
+    /// paper's PI, holding the delay at the target), `ca` (the coarse algorithm) or `none`. Default: `auto`, or
     /// `bound` when `--pi` or `--pi-file` gives a PI.
     #[arg(long)]
     pub controller: Option<String>,

@@ -36,7 +36,7 @@ use super::sliced::TimeSliced;
 /// Which controller runs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub enum ControllerSpec {
-    /// [`Auto`]: the capacity measured, the PI designed for it.
+    /// [`Auto`]: the capacity measured, [`Bounded`] designed for it.
     Auto,
     /// The delay target as a bound: PI with these parameters under a
     /// learned margin ([`Bounded`]).
