@@ -76,6 +76,9 @@ struct Run {
     /// Whether admitted records are exchanged (round-robin) before the
     /// costly stage, as a program with skewed readers would.
     exchange: bool,
+    /// The loop's default clock (a time begins when a worker first sees
+    /// it) instead of the records' arrival stamps.
+    first_record_clock: bool,
 }
 
 impl Run {
@@ -88,6 +91,7 @@ impl Run {
             ending: Ending::Drop,
             shares: Vec::new(),
             exchange: false,
+            first_record_clock: false,
         }
     }
 
@@ -98,8 +102,12 @@ impl Run {
         timely::execute(timely::Config::process(run.workers), move |worker| {
             let start = Instant::now();
             let settings = LoopSettings::new(Duration::from_secs_f64(TARGET_MS / 1000.0))
-                .with_period(Duration::from_secs_f64(PERIOD_MS / 1000.0))
-                .with_clock(move |ms: &u64| start + Duration::from_millis(*ms));
+                .with_period(Duration::from_secs_f64(PERIOD_MS / 1000.0));
+            let settings = if run.first_record_clock {
+                settings
+            } else {
+                settings.with_clock(move |ms: &u64| start + Duration::from_millis(*ms))
+            };
             let controller = make();
             let mut input = InputHandle::new();
             let output = ProbeHandle::new();
@@ -238,6 +246,33 @@ fn skewed_drop_fractions(workers: usize) -> Vec<f64> {
         ..Run::new(workers, 2.5 * 2.0 * capacity(), 2.0)
     };
     run.go(pi).iter().map(|s| s.dropped as f64 / s.arrived as f64).collect()
+}
+
+#[test]
+fn one_reader_under_the_default_clock_holds_the_target() {
+    // Worker 1 reads nothing and dates no time; the loop takes the delay
+    // of the worker that dates the output's oldest time (averaged with
+    // worker 1's zero, the controller saw half the delay and held about
+    // twice the target).
+    let run = Run {
+        shares: vec![1.0, 0.0],
+        exchange: true,
+        first_record_clock: true,
+        ..Run::new(2, 2.5 * 2.0 * capacity(), 3.0)
+    };
+    let seen = run.go(Auto::default);
+    let mut delays: Vec<f64> = seen.iter().flat_map(|s| s.delays.iter().copied()).collect();
+    delays.sort_by(f64::total_cmp);
+    let (p50, p99) = (delays[delays.len() / 2], delays[delays.len() * 99 / 100]);
+    assert!(
+        seen[0].dropped > seen[0].arrived / 3,
+        "overloaded: {:?}",
+        seen[0].dropped
+    );
+    assert!(
+        p50 < TARGET_MS && p99 < TARGET_MS * 1.5,
+        "p50 {p50:.0} ms, p99 {p99:.0} ms"
+    );
 }
 
 #[test]

@@ -88,19 +88,30 @@ impl Periods {
     }
 }
 
-/// The workers' mean rates (a missing worker counted as none) and the mean
-/// of the delays they measured.
+/// The workers' mean rates (a missing worker counted as none) and the
+/// delay of the shared output as the worker that dates it earliest does:
+/// the largest delays any worker measured. Under a stamp clock every worker
+/// reads the same delay; under the first-record clock a worker dates a time
+/// from when it saw the time's first record, and one that read none of it
+/// (it reads nothing, or less) reads the oldest time as young or not at
+/// all. The spread is the mean over the workers that measured a delay.
 fn combine(shares: &[Share], workers: usize) -> PeriodSample {
     let rate = |f: fn(&PeriodSample) -> f64| shares.iter().map(|s| f(&s.sample)).sum::<f64>() / workers as f64;
+    let largest = |f: fn(&PeriodSample) -> f64| shares.iter().map(|s| f(&s.sample)).fold(0.0, f64::max);
     let mean = |f: fn(&PeriodSample) -> f64| shares.iter().map(|s| f(&s.sample)).sum::<f64>() / shares.len() as f64;
+    let measuring: Vec<f64> = shares
+        .iter()
+        .filter(|s| s.sample.max_age_ms > 0.0)
+        .map(|s| s.sample.spread_ms)
+        .collect();
     PeriodSample {
-        delay_ms: mean(|s| s.delay_ms),
+        delay_ms: largest(|s| s.delay_ms),
         arrival_rate: rate(|s| s.arrival_rate),
         admitted_rate: rate(|s| s.admitted_rate),
         processed_rate: rate(|s| s.processed_rate),
-        age_ms: mean(|s| s.age_ms),
-        max_age_ms: mean(|s| s.max_age_ms),
-        spread_ms: mean(|s| s.spread_ms),
+        age_ms: largest(|s| s.age_ms),
+        max_age_ms: largest(|s| s.max_age_ms),
+        spread_ms: measuring.iter().sum::<f64>() / measuring.len().max(1) as f64,
         length_ms: mean(|s| s.length_ms),
     }
 }
@@ -161,9 +172,10 @@ mod tests {
         let samples = |seen: &[Combined]| seen.iter().map(|c| c.sample).collect::<Vec<_>>();
         assert_eq!(samples(&seen_a), samples(&seen_b));
         assert_eq!(seen_a.len(), 2);
-        // The mean rates over both workers, the delays averaged.
+        // The mean rates over both workers, the delay of the worker that
+        // dates the output's oldest time earliest.
         assert_eq!(seen_a[0].sample.arrival_rate, 500.0);
-        assert_eq!(seen_a[0].sample.delay_ms, 110.0);
+        assert_eq!(seen_a[0].sample.delay_ms, 120.0);
         assert_eq!(seen_a[1].sample.arrival_rate, 500.0);
         assert_eq!(seen_a[1].own.arrival_rate, 900.0);
         assert_eq!(seen_b[1].own.arrival_rate, 100.0);
@@ -173,6 +185,20 @@ mod tests {
         let part_b = own_part(admitted, &seen_b[1].own, &mean);
         assert!((part_a / 900.0 - part_b / 100.0).abs() < 1e-12);
         assert!((part_a + part_b - 2.0 * admitted).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_worker_that_dates_no_time_does_not_lower_the_delay() {
+        // Under the first-record clock a worker that reads nothing measures
+        // no delay; the reader's is the output's.
+        let mut reader = share(0, 0, 1000.0, 300.0);
+        (reader.sample.max_age_ms, reader.sample.spread_ms) = (320.0, 20.0);
+        let idle = share(1, 0, 0.0, 0.0);
+        let combined = combine(&[reader, idle], 2);
+        assert_eq!(combined.delay_ms, 300.0);
+        assert_eq!(combined.max_age_ms, 320.0);
+        assert_eq!(combined.spread_ms, 20.0);
+        assert_eq!(combined.arrival_rate, 500.0);
     }
 
     #[test]

@@ -153,8 +153,8 @@ where
     stream.unary::<CapacityContainerBuilder<Vec<R>>, _, _, _>(Pipeline, name, move |_, info| {
         let activator = scope.activator_for(info.address);
         let mut queue: VecDeque<Waiting<T, D>> = VecDeque::new();
-        // Under a deadline with the first-record clock: when each waiting
-        // time was first seen, and how many batches of it wait.
+        // Under a deadline: when each waiting time was first seen (what the
+        // first-record clock reads), and how many batches of it wait.
         let mut seen: BTreeMap<T, (Instant, usize)> = BTreeMap::new();
         move |input, output| {
             let now = Instant::now();
