@@ -137,6 +137,9 @@ fn main() {
                             cost_us: args.cost_us,
                             cost_step: *cost_step,
                             seed,
+                            // The controllers as published: every admitted
+                            // record worked on, however late.
+                            drop_late: false,
                             ..ShedJob::new(controller, profile.clone())
                         };
                         run_shedding(job, args.workers).unwrap()

@@ -172,6 +172,8 @@ fn shedding_part() -> Result<(), Error> {
             period_ms,
             duration_s: seconds,
             cost_us,
+            // The controllers alone: every admitted record worked on.
+            drop_late: false,
             ..ShedJob::new(controller, profile.parse()?)
         };
         reports.push(run_shedding(job, workers)?);

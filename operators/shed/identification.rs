@@ -92,6 +92,9 @@ impl Identification {
             duration_s: self.duration_s,
             cost_us: self.cost_us,
             seed: self.seed,
+            // The plant as it is: records dropped late would bend the
+            // delay's response to the admitted rate.
+            drop_late: false,
             ..ShedJob::new(
                 controller,
                 Profile::Constant(self.arrival * per_worker * self.workers as f64),
