@@ -21,7 +21,7 @@ use super::closed_loop::{Clock, LoopFigures, LoopHandle, LoopSettings};
 #[derive(Clone)]
 pub struct Deadline<T> {
     pub(crate) target: Duration,
-    pub(crate) clock: Clock<T>,
+    clock: Clock<T>,
     figures: Rc<RefCell<LoopFigures>>,
 }
 
@@ -44,11 +44,12 @@ impl<T: Clone> Deadline<T> {
         self.figures.borrow_mut().late += late;
     }
 
-    /// When `time` began, if its clock says; `seen` is when the work stage
-    /// first saw it.
-    pub(crate) fn began(&self, time: &T, seen: Instant) -> Instant {
+    /// When `time` began by the loop's clock; under the first-record clock,
+    /// `seen()`: when the work stage first saw it (asked of no other clock,
+    /// so a stamp clock keeps no record of the times it saw).
+    pub(crate) fn began(&self, time: &T, seen: impl FnOnce() -> Instant) -> Instant {
         match &self.clock {
-            Clock::FirstRecord => seen,
+            Clock::FirstRecord => seen(),
             Clock::Stamp(clock) => clock(time),
         }
     }

@@ -153,8 +153,8 @@ where
     stream.unary::<CapacityContainerBuilder<Vec<R>>, _, _, _>(Pipeline, name, move |_, info| {
         let activator = scope.activator_for(info.address);
         let mut queue: VecDeque<Waiting<T, D>> = VecDeque::new();
-        // Under a deadline: when each waiting time was first seen (what the
-        // first-record clock reads), and how many batches of it wait.
+        // Under a deadline with the first-record clock: when each waiting
+        // time was first seen, and how many batches of it wait.
         let mut seen: BTreeMap<T, (Instant, usize)> = BTreeMap::new();
         move |input, output| {
             let now = Instant::now();
@@ -162,9 +162,11 @@ where
                 if let Some(held) = cap.retain_least(0) {
                     for batch in batches {
                         let began = deadline.as_ref().map(|deadline| {
-                            let entry = seen.entry(held.time().clone()).or_insert((now, 0));
-                            entry.1 += 1;
-                            deadline.began(held.time(), entry.0)
+                            deadline.began(held.time(), || {
+                                let entry = seen.entry(held.time().clone()).or_insert((now, 0));
+                                entry.1 += 1;
+                                entry.0
+                            })
                         });
                         queue.push_back(Waiting {
                             cap: held.clone(),
