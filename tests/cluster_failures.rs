@@ -132,7 +132,10 @@ fn a_long_run(name: &str, args: &[&str]) -> [Child; 2] {
         spawn(&["shedding", "run"], "0", &hostfile, &long),
         spawn(&["shedding", "run"], "1", &hostfile, &[&long[..], args].concat()),
     ];
-    std::thread::sleep(Duration::from_secs(3));
+    // Time for both to start and connect: the tests of this file run at
+    // once, a dozen processes on this machine's 2 cores, and a clean CI run
+    // once froze process 0 (SIGSTOP) before it had connected at 3 s.
+    std::thread::sleep(Duration::from_secs(6));
     started
 }
 
