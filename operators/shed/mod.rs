@@ -1,6 +1,7 @@
 //! PI-controlled load shedding (Huang et al., "PILS"): a delay monitor on
 //! the output frontier, controllers (PI, the coarse algorithm, none), the
-//! shedding operator, and identification and pole-placement design.
+//! shedding operator, the throttle that slows a source instead, and
+//! identification and pole-placement design.
 
 mod actuator;
 mod auto;
@@ -18,6 +19,7 @@ mod fluid_queue;
 pub mod identification;
 #[cfg(feature = "lab")]
 pub mod job;
+mod loop_core;
 #[cfg(feature = "lab")]
 pub mod plot;
 mod predictor;
@@ -30,6 +32,7 @@ pub mod scenario;
 mod sharing;
 mod shedder;
 mod sliced;
+mod throttle;
 
 pub use actuator::Actuation;
 pub use auto::Auto;
@@ -44,3 +47,4 @@ pub use excitation::{ExcitationSpec, Excited};
 pub use predictor::Prediction;
 pub use shedder::{Shed, ShedMode, Shedder};
 pub use sliced::TimeSliced;
+pub use throttle::{Throttle, ThrottleFigures, ThrottleLoop, ThrottlePeriod};

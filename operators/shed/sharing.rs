@@ -22,10 +22,13 @@ pub(crate) struct Share {
     pub sample: PeriodSample,
     /// Whether it stood still for much of the period (see `ShedLoop`).
     pub stalled: bool,
+    /// Whether its source was refused records it asked for (a throttle's
+    /// loop): what it wants is more than it was allowed.
+    pub limited: bool,
 }
 
 /// What every worker decides on for one period.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Combined {
     /// The workers' mean rates, and their delays averaged.
     pub sample: PeriodSample,
@@ -33,6 +36,8 @@ pub(crate) struct Combined {
     pub own: PeriodSample,
     /// Whether any worker stood still.
     pub stalled: bool,
+    /// Every share heard of the period (this worker's too).
+    pub shares: Vec<Share>,
 }
 
 /// The workers' shares of the periods not yet decided.
@@ -84,6 +89,7 @@ impl Periods {
             sample: combine(&shares, self.workers),
             own,
             stalled: shares.iter().any(|share| share.stalled),
+            shares,
         })
     }
 }
@@ -129,6 +135,48 @@ pub(crate) fn own_part(admitted: f64, own: &PeriodSample, sample: &PeriodSample)
     }
 }
 
+/// How much more than it sent last period a source that was not refused
+/// is allowed: room for its demand to rise before it is held back.
+const HEADROOM: f64 = 0.25;
+
+/// This worker's allowance, records/s, when the controller asks for
+/// `admitted` (a mean over `workers`) and the workers' throttles reported
+/// `shares`: the total is split max-min fairly (water-filling). A worker
+/// whose source was not refused wants what it sent, and a quarter more; one
+/// that was refused wants more than any split gives it; a worker that sent
+/// no share wants nothing. Each gets what it wants up to a level set so that
+/// the allowances add up to the total; if all want less than the total, the
+/// rest is split evenly. So the readers' allowances add up to what the
+/// dataflow can take, whichever workers read, and a slow reader is never
+/// held back to make room for a fast one.
+pub(crate) fn allowance(admitted: f64, shares: &[Share], workers: usize, me: usize) -> f64 {
+    let total = admitted.max(0.0) * workers as f64;
+    let wants = |worker: usize| match shares.iter().find(|share| share.worker == worker) {
+        Some(share) if share.limited => f64::INFINITY,
+        Some(share) => share.sample.admitted_rate * (1.0 + HEADROOM),
+        None => 0.0,
+    };
+    let mut wanted: Vec<f64> = (0..workers).map(wants).collect();
+    let mine = wanted[me];
+    let finite: f64 = wanted.iter().filter(|w| w.is_finite()).sum();
+    if wanted.iter().all(|w| w.is_finite()) && finite <= total {
+        return mine + (total - finite) / workers as f64;
+    }
+    // The level: the smallest wants are met in full while what is left,
+    // split evenly over the rest, is more than they want.
+    wanted.sort_by(f64::total_cmp);
+    let mut left = total;
+    let mut level = 0.0;
+    for (k, want) in wanted.iter().enumerate() {
+        level = left / (workers - k) as f64;
+        if *want > level {
+            break;
+        }
+        left -= want;
+    }
+    mine.min(level)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +194,7 @@ mod tests {
                 ..PeriodSample::default()
             },
             stalled: false,
+            limited: false,
         }
     }
 
@@ -225,5 +274,57 @@ mod tests {
         });
         periods.hear(share(1, 0, 200.0, 120.0));
         assert!(periods.next_ready(1).expect("complete").stalled);
+    }
+
+    #[test]
+    fn allowances_add_up_to_the_total_and_a_slow_reader_is_not_held_back() {
+        let reader = |worker, sent: f64, limited| Share {
+            limited,
+            sample: PeriodSample {
+                admitted_rate: sent,
+                ..PeriodSample::default()
+            },
+            ..share(worker, 0, sent, 0.0)
+        };
+        let all = |admitted: f64, shares: &[Share], workers| {
+            (0..workers)
+                .map(|me| allowance(admitted, shares, workers, me))
+                .collect::<Vec<_>>()
+        };
+        let cases: [(&[Share], usize, [f64; 3]); 4] = [
+            // One reader held back, the others read nothing: it gets it all.
+            (&[reader(0, 900.0, true), reader(1, 0.0, false)], 3, [3000.0, 0.0, 0.0]),
+            // Two held back: half each; the third never reported.
+            (
+                &[reader(0, 900.0, true), reader(1, 100.0, true)],
+                3,
+                [1500.0, 1500.0, 0.0],
+            ),
+            // A slow reader gets what it sent and a quarter more, the one
+            // held back the rest.
+            (
+                &[reader(0, 100.0, false), reader(1, 2000.0, true)],
+                3,
+                [125.0, 2875.0, 0.0],
+            ),
+            // Nobody held back and room to spare: what each sent and a
+            // quarter more, and the rest evenly.
+            (
+                &[reader(0, 400.0, false), reader(1, 800.0, false)],
+                3,
+                [1000.0, 1500.0, 500.0],
+            ),
+        ];
+        for (shares, workers, expected) in cases {
+            let got = all(1000.0, shares, workers);
+            for (got, expected) in got.iter().zip(expected) {
+                assert!((got - expected).abs() < 1e-9, "{shares:?}: {got} vs {expected}");
+            }
+            assert!((got.iter().sum::<f64>() - 3000.0).abs() < 1e-9);
+        }
+        // A fast reader not held back, wanting more than the level, is
+        // held to it.
+        let got = all(500.0, &[reader(0, 900.0, false), reader(1, 2000.0, true)], 2);
+        assert_eq!(got, [500.0, 500.0]);
     }
 }

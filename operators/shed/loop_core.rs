@@ -1,0 +1,455 @@
+//! What every loop on the output frontier does, whatever acts on its
+//! decisions (a shedder drops, a throttle slows the source): it keeps a
+//! ledger of the records let in, measures the frontier delay and the rates
+//! over each period, shares its measurements with the other workers'
+//! loops, and runs the controller on their combination, waking itself with
+//! timely's activations.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, VecDeque};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use timely::communication::{Pull, Push};
+use timely::dataflow::operators::generic::OperatorInfo;
+use timely::dataflow::{ProbeHandle, Scope};
+use timely::order::TotalOrder;
+use timely::progress::Timestamp;
+use timely::scheduling::Activator;
+use timely::Bincode;
+
+use super::closed_loop::{Clock, LoopSettings};
+use super::controller::{Controller, PeriodSample};
+use super::predictor::{DelayPredictor, Prediction};
+use super::sharing::{Combined, Periods, Share};
+
+/// Records let in per time not yet complete at the output, with when the
+/// loop first saw each time; shared by the loop and its handle, so that
+/// completions are counted whoever looks first.
+pub(crate) struct Ledger<T> {
+    pending: BTreeMap<T, (u64, Instant)>,
+    /// Records let in whose time has completed, since the start.
+    processed: u64,
+}
+
+impl<T: Timestamp + TotalOrder> Ledger<T> {
+    /// An empty ledger, shared.
+    pub(crate) fn shared() -> Rc<RefCell<Self>> {
+        Rc::new(RefCell::new(Ledger {
+            pending: BTreeMap::new(),
+            processed: 0,
+        }))
+    }
+
+    fn admit(&mut self, time: &T, now: Instant, admitted: u64) {
+        self.pending.entry(time.clone()).or_insert((0, now)).0 += admitted;
+    }
+
+    /// Moves what completed before the output's least time `least` (`None`:
+    /// everything) to `processed`.
+    fn settle(&mut self, least: Option<&T>) {
+        let still = match least {
+            Some(least) => self.pending.split_off(least),
+            None => BTreeMap::new(),
+        };
+        let done: u64 = std::mem::replace(&mut self.pending, still)
+            .values()
+            .map(|(n, _)| n)
+            .sum();
+        self.processed += done;
+    }
+}
+
+/// Counts, in `ledger`, what the output probed by `output` has completed;
+/// returns the records let in whose time has completed, since the start.
+pub(crate) fn settle<T: Timestamp + TotalOrder>(ledger: &RefCell<Ledger<T>>, output: &ProbeHandle<T>) -> u64 {
+    let least = output.with_frontier(|f| f.first().cloned());
+    let mut ledger = ledger.borrow_mut();
+    ledger.settle(least.as_ref());
+    ledger.processed
+}
+
+/// Delay samples per period (the loop also samples at every arrival).
+const SAMPLES_PER_PERIOD: u32 = 10;
+
+/// The shortest window the processed rate is measured over. Completions
+/// are seen when the output frontier moves, and with several workers it
+/// moves in steps of tens of milliseconds: over one short period the rate
+/// reads 0 in one and twice capacity in the next.
+const RATE_WINDOW: Duration = Duration::from_millis(500);
+
+/// Periods a loop waits for a peer's share before deciding without it:
+/// the peer has stopped (its input ended), and what it admitted is done.
+const PATIENCE_PERIODS: u64 = 3;
+
+/// Sampling ticks the loop may go unscheduled in a period before the
+/// period counts as a stall of the process.
+pub(crate) const STALL_TICKS: u32 = 5;
+
+/// The share of the target the measured delay must reach before the loop
+/// holds anything back (or one sampling tick, if longer).
+const OVERLOAD_SHARE: f64 = 0.05;
+
+/// How much faster than arrivals the dataflow must process, over a period,
+/// for the processed rate to say it keeps up: the rate read over a window
+/// of frontier steps is noisy, and where arrivals cross the capacity a
+/// delay held near the target must stay under control.
+const KEEPING_UP_MARGIN: f64 = 0.1;
+
+/// Whether the measurements, not only the controller's prediction, say the
+/// dataflow is overloaded now: the frontier delay last sampled is at least
+/// `threshold_ms` (it is not keeping up), and over the last period it did
+/// not process clearly more records than arrived. Checked at every batch,
+/// so a decision made on a period that misled the prediction (a stall of
+/// the process leaves a burst of arrivals, a processed rate read low and a
+/// stale delay sample at the period's end) holds nothing back once the
+/// dataflow has caught up, while a real overload, whose delay grows, is
+/// acted on as soon as the delay passes the threshold.
+fn overloaded(age_ms: f64, threshold_ms: f64, last: &PeriodSample) -> bool {
+    age_ms >= threshold_ms && last.arrival_rate > last.processed_rate * (1.0 - KEEPING_UP_MARGIN)
+}
+
+/// One period decided: what the controller saw and set.
+pub(crate) struct Decision {
+    /// When the period ended, since the loop started.
+    pub end: Duration,
+    /// The workers' combined measurements, this worker's own, and every
+    /// share heard.
+    pub combined: Combined,
+    /// The delay the controller was given (the prediction, or the measurement), ms.
+    pub controlled_delay_ms: f64,
+    /// The rate it set (a mean over workers under a shared loop); `None`:
+    /// the period measured a stall of the process, and a guarded
+    /// controller's decision stays as it was.
+    pub admitted: Option<f64>,
+}
+
+/// The channel of the workers' shares, outside progress tracking.
+type Channel = (Box<dyn Push<Bincode<Share>>>, Box<dyn Pull<Bincode<Share>>>);
+
+/// A loop's measurements, sharing and controller, on one worker.
+pub(crate) struct LoopCore<T: Timestamp + TotalOrder, C> {
+    controller: C,
+    prediction: Prediction,
+    channel: Option<Channel>,
+    periods: Periods,
+    sharer: usize,
+    /// This worker's periods ended so far.
+    ended: u64,
+    meter: Meter<T>,
+    predictor: DelayPredictor,
+    output: ProbeHandle<T>,
+    activator: Activator,
+    tick: Duration,
+    threshold_ms: f64,
+    guarded: bool,
+    /// The combined sample of the last period decided on.
+    last: PeriodSample,
+    /// Whether any period decided on ended with the delay over the threshold.
+    backlogged: bool,
+    /// The longest this operator went unscheduled in the period.
+    previous: Instant,
+    gap: Duration,
+}
+
+impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
+    /// The loop of the operator `info` in `scope`, watching `output`, its
+    /// records in `ledger`.
+    pub(crate) fn new(
+        scope: Scope<'_, T>,
+        info: &OperatorInfo,
+        settings: &LoopSettings<T>,
+        mut controller: C,
+        output: &ProbeHandle<T>,
+        ledger: Rc<RefCell<Ledger<T>>>,
+    ) -> Self {
+        let channel = settings.global.then(|| {
+            let worker = scope.worker();
+            worker.broadcast::<Bincode<Share>>(worker.new_identifier(), Rc::clone(&info.address))
+        });
+        // Without sharing, a loop of one: it decides on its own periods.
+        let (workers, sharer) = if channel.is_some() {
+            (scope.peers(), scope.index())
+        } else {
+            (1, 0)
+        };
+        controller.begin(settings.target, settings.period, settings.prediction);
+        let activator = scope.activator_for(Rc::clone(&info.address));
+        let tick = (settings.period / SAMPLES_PER_PERIOD).max(Duration::from_millis(1));
+        activator.activate_after(tick);
+        let guarded = controller.guarded();
+        LoopCore {
+            controller,
+            prediction: settings.prediction,
+            channel,
+            periods: Periods::new(workers, sharer, PATIENCE_PERIODS),
+            sharer,
+            ended: 0,
+            meter: Meter::new(settings, ledger),
+            predictor: DelayPredictor::default(),
+            output: output.clone(),
+            activator,
+            tick,
+            threshold_ms: (OVERLOAD_SHARE * settings.target.as_secs_f64()).max(tick.as_secs_f64()) * 1000.0,
+            guarded,
+            last: PeriodSample::default(),
+            backlogged: false,
+            previous: Instant::now(),
+            gap: Duration::ZERO,
+        }
+    }
+
+    /// The controller's way of acting (see [`Controller::actuation`]).
+    pub(crate) fn controller(&self) -> &C {
+        &self.controller
+    }
+
+    /// At the start of an activation: hears the peers' shares.
+    pub(crate) fn wake(&mut self, now: Instant) {
+        self.gap = self.gap.max(now.saturating_duration_since(self.previous));
+        self.previous = now;
+        if let Some((_, pull)) = self.channel.as_mut() {
+            while let Some(share) = pull.recv() {
+                self.periods.hear(share.payload);
+            }
+        }
+    }
+
+    /// Whether the loop must hold nothing back now: its controller holds a
+    /// delay, and the measurements say the dataflow keeps up.
+    pub(crate) fn keeping_up(&self) -> bool {
+        self.guarded && !overloaded(self.meter.age_ms, self.threshold_ms, &self.last)
+    }
+
+    /// Whether the delay last sampled is over the threshold while no period
+    /// decided on has shown a backlog: the controller (one that holds a
+    /// delay) has not yet measured an overload the dataflow is already in.
+    pub(crate) fn unmeasured_overload(&self) -> bool {
+        self.guarded && !self.backlogged && self.meter.age_ms >= self.threshold_ms
+    }
+
+    /// Milliseconds since arrivals were last observed.
+    pub(crate) fn since_observed(&mut self, now: Instant) -> f64 {
+        self.meter.since_observed(now)
+    }
+
+    /// Counts `arrived` records offered to the loop, `admitted` of them at
+    /// `time` let in.
+    pub(crate) fn admit(&mut self, time: &T, now: Instant, arrived: u64, admitted: u64) {
+        self.meter.arrive(arrived, false);
+        self.meter.admit(time, now, admitted);
+    }
+
+    /// Counts `arrived` records offered to the loop outside its input
+    /// (asked of a throttle), `refused`: whether any were held back.
+    pub(crate) fn offered(&mut self, arrived: u64, refused: bool) {
+        self.meter.arrive(arrived, refused);
+    }
+
+    /// At the end of an activation: samples the delay, ends the period if
+    /// it is over and shares it, and returns the periods every worker's
+    /// shares have now decided, in order. `late`: records dropped under the
+    /// loop's deadline so far on this worker, which the processed rate
+    /// leaves out. `input_done`: the loop's input frontier is empty; once
+    /// the output has completed everything too, the loop stops waking.
+    pub(crate) fn conclude(&mut self, now: Instant, late: u64, input_done: bool) -> Vec<Decision> {
+        settle(&self.meter.ledger, &self.output);
+        let least = self.output.with_frontier(|f| f.first().cloned());
+        self.meter.observe(least.as_ref(), now);
+        if let Some((own, limited)) = self.meter.period_end(now, late) {
+            let share = Share {
+                worker: self.sharer,
+                period: self.ended,
+                sample: own,
+                stalled: std::mem::take(&mut self.gap) >= self.tick * STALL_TICKS,
+                limited,
+            };
+            self.ended += 1;
+            self.periods.hear(share);
+            if let Some((push, _)) = self.channel.as_mut() {
+                push.send(Bincode::from(share));
+                push.done();
+            }
+        }
+        let mut decisions = Vec::new();
+        while let Some(combined) = self.periods.next_ready(self.ended) {
+            let mut controlled = combined.sample;
+            if self.prediction == Prediction::Smith {
+                controlled.delay_ms = self.predictor.predict(&combined.sample);
+            }
+            let admitted = (!(self.guarded && combined.stalled)).then(|| {
+                self.last = combined.sample;
+                self.backlogged |= combined.sample.age_ms >= self.threshold_ms;
+                self.controller.admitted_rate(&controlled)
+            });
+            decisions.push(Decision {
+                end: now - self.meter.started,
+                combined,
+                controlled_delay_ms: controlled.delay_ms,
+                admitted,
+            });
+        }
+        // Keep waking until the input is done and the output has
+        // completed everything let in.
+        if !(input_done && least.is_none()) {
+            self.activator.activate_after(self.tick);
+        }
+        decisions
+    }
+}
+
+/// The loop's measurements: the ledger of records let in, and the running
+/// sums of the current period.
+struct Meter<T> {
+    clock: Clock<T>,
+    period: Duration,
+    started: Instant,
+    last_observed: Instant,
+    ledger: Rc<RefCell<Ledger<T>>>,
+    period_start: Instant,
+    arrived: u64,
+    admitted: u64,
+    refused: bool,
+    /// Completions so far, at the ends of the periods of the last
+    /// [`RATE_WINDOW`] (and one before), oldest first.
+    completed: VecDeque<(Instant, f64)>,
+    delay_sum_ms: f64,
+    samples: u64,
+    age_ms: f64,
+    max_age_ms: f64,
+    /// The delay at the period's start, and each sample of the period with
+    /// its time since the start (for the spread around the trend).
+    start_age_ms: f64,
+    ages: Vec<(f64, f64)>,
+}
+
+impl<T: Timestamp + TotalOrder> Meter<T> {
+    fn new(settings: &LoopSettings<T>, ledger: Rc<RefCell<Ledger<T>>>) -> Self {
+        let now = Instant::now();
+        Meter {
+            clock: settings.clock.clone(),
+            period: settings.period,
+            started: now,
+            last_observed: now,
+            ledger,
+            period_start: now,
+            arrived: 0,
+            admitted: 0,
+            refused: false,
+            completed: VecDeque::from([(now, 0.0)]),
+            delay_sum_ms: 0.0,
+            samples: 0,
+            age_ms: 0.0,
+            max_age_ms: 0.0,
+            start_age_ms: 0.0,
+            ages: Vec::new(),
+        }
+    }
+
+    /// Milliseconds since the last arrivals were observed.
+    fn since_observed(&mut self, now: Instant) -> f64 {
+        let elapsed = now.saturating_duration_since(self.last_observed);
+        self.last_observed = now;
+        elapsed.as_secs_f64() * 1000.0
+    }
+
+    fn arrive(&mut self, arrived: u64, refused: bool) {
+        self.arrived += arrived;
+        self.refused |= refused;
+    }
+
+    fn admit(&mut self, time: &T, now: Instant, admitted: u64) {
+        self.admitted += admitted;
+        self.ledger.borrow_mut().admit(time, now, admitted);
+    }
+
+    /// Takes in the output frontier's least time (`None`: all done), after
+    /// the ledger has settled what completed: samples the delay.
+    fn observe(&mut self, least: Option<&T>, now: Instant) {
+        let began = match (&self.clock, least) {
+            (_, None) => None,
+            (Clock::Stamp(clock), Some(least)) => Some(clock(least)),
+            (Clock::FirstRecord, Some(_)) => self.ledger.borrow().pending.values().next().map(|(_, seen)| *seen),
+        }
+        // Nothing entered before the loop did (an input still at its
+        // initial time would otherwise read as decades old).
+        .map(|began| began.max(self.started));
+        self.age_ms = began.map_or(0.0, |began| now.saturating_duration_since(began).as_secs_f64() * 1000.0);
+        self.delay_sum_ms += self.age_ms;
+        self.max_age_ms = self.max_age_ms.max(self.age_ms);
+        let since_start = now.saturating_duration_since(self.period_start).as_secs_f64() * 1000.0;
+        self.ages.push((since_start, self.age_ms));
+        self.samples += 1;
+    }
+
+    /// At a period's end, the sample for the controller and whether any
+    /// arrival was refused; the sums start again. `late`: the records this
+    /// worker's work stage has dropped under the loop's deadline so far,
+    /// which the processed rate leaves out (their times complete without
+    /// costing any work: counted, they would read as capacity the dataflow
+    /// does not have).
+    fn period_end(&mut self, now: Instant, late: u64) -> Option<(PeriodSample, bool)> {
+        let length = now.saturating_duration_since(self.period_start);
+        if length < self.period || self.samples == 0 {
+            return None;
+        }
+        let seconds = length.as_secs_f64();
+        let total = self.ledger.borrow().processed as f64 - late as f64;
+        self.completed.push_back((now, total));
+        while self.completed.len() > 2
+            && now.saturating_duration_since(self.completed[1].0) >= RATE_WINDOW.max(2 * self.period)
+        {
+            self.completed.pop_front();
+        }
+        let (since, before) = self.completed[0];
+        let window = now.saturating_duration_since(since).as_secs_f64().max(seconds);
+        let length_ms = seconds * 1000.0;
+        let spread_ms = spread_above_trend(self.start_age_ms, self.age_ms, length_ms, &self.ages);
+        let sample = PeriodSample {
+            delay_ms: self.delay_sum_ms / self.samples as f64,
+            arrival_rate: self.arrived as f64 / seconds,
+            admitted_rate: self.admitted as f64 / seconds,
+            processed_rate: ((total - before) / window).max(0.0),
+            age_ms: self.age_ms,
+            max_age_ms: self.max_age_ms,
+            spread_ms,
+            length_ms,
+        };
+        let refused = std::mem::take(&mut self.refused);
+        self.start_age_ms = self.age_ms;
+        self.ages.clear();
+        self.period_start = now;
+        (self.arrived, self.admitted, self.samples) = (0, 0, 0);
+        self.delay_sum_ms = 0.0;
+        self.max_age_ms = 0.0;
+        Some((sample, refused))
+    }
+}
+
+/// The most any `(ms since the period's start, delay)` sample rose above
+/// the straight line from `start` to `end` over `length_ms` (0 if none did).
+fn spread_above_trend(start: f64, end: f64, length_ms: f64, ages: &[(f64, f64)]) -> f64 {
+    let trend = |at: f64| start + (end - start) * at / length_ms;
+    ages.iter().map(|&(at, age)| age - trend(at)).fold(0.0, f64::max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spread_above_trend;
+
+    #[test]
+    fn the_spread_is_the_noise_around_the_trend_not_the_trend() {
+        // A delay falling steadily from 1 700 to 1 000 ms over a 1 s
+        // period: its worst sample is 350 ms over its mean, yet no noise.
+        let falling: Vec<(f64, f64)> = (0..=10).map(|i| (i as f64 * 100.0, 1700.0 - i as f64 * 70.0)).collect();
+        assert!(spread_above_trend(1700.0, 1000.0, 1000.0, &falling) < 1e-9);
+        // The same with one stall that held the delay 120 ms above the line.
+        let mut stalled = falling.clone();
+        stalled[4].1 += 120.0;
+        assert!((spread_above_trend(1700.0, 1000.0, 1000.0, &stalled) - 120.0).abs() < 1e-9);
+        // A flat delay with samples under and over it: the highest one.
+        let flat = [(10.0, 290.0), (50.0, 340.0), (90.0, 300.0)];
+        assert_eq!(spread_above_trend(300.0, 300.0, 100.0, &flat), 40.0);
+        assert_eq!(spread_above_trend(300.0, 300.0, 100.0, &[]), 0.0);
+    }
+}

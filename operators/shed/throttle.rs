@@ -1,0 +1,308 @@
+//! Flow control: the shedding loop's controller slowing a source that can
+//! wait, instead of dropping what it sends.
+//!
+//! The loop measures the delay at the output as a shedding loop does and
+//! its controller sets the rate to let in; a [`Throttle`] hands that rate
+//! to the program's input code as a token bucket. The code asks
+//! [`Throttle::take`] how many of the records it has ready it may send now
+//! and keeps the rest for later (a file, a Kafka partition, a socket with
+//! its own buffer). Nothing is dropped.
+//!
+//! Under a loop shared by workers (the default) the workers' allowances add
+//! up to the rate the controller sets for the dataflow, whichever workers
+//! read: a reader whose source was not held back is allowed what it sent
+//! and a quarter more, and the rest is split evenly among the readers held
+//! back (max-min fair). While the measurements say the dataflow keeps up,
+//! the throttle holds nothing back. When the delay first passes 5 % of the
+//! target, before the controller has seen a period of backlog, it holds
+//! every record back until the period ends, so that a source much faster
+//! than the dataflow cannot pile up more than that before the controller
+//! knows.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::{ProbeHandle, StreamVec};
+use timely::order::TotalOrder;
+use timely::progress::Timestamp;
+
+use super::closed_loop::LoopSettings;
+use super::controller::{Controller, PeriodSample};
+use super::loop_core::{settle, Ledger, LoopCore, STALL_TICKS};
+use super::sharing::allowance;
+
+/// One period as a throttle's loop saw it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThrottlePeriod {
+    /// When the period ended, since the loop started.
+    pub end: Duration,
+    /// What the controller was given: under a shared loop the workers'
+    /// mean rates, with records asked for as the arrival rate and records
+    /// sent as the admitted rate.
+    pub sample: PeriodSample,
+    /// The delay it controlled on (the prediction, or the measurement), ms.
+    pub controlled_delay_ms: f64,
+    /// The rate the controller set for the next period, records/s over
+    /// all workers (`None`: kept as it was, over a stall of the process).
+    pub allowance: Option<f64>,
+    /// Whether any worker's source was refused records in the period.
+    pub limited: bool,
+}
+
+/// What a throttle did so far on this worker.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThrottleFigures {
+    /// Records the source asked to send, over all calls of
+    /// [`Throttle::take`] (a record refused and asked for again counts
+    /// again).
+    pub asked: u64,
+    /// Records it was allowed to send.
+    pub granted: u64,
+    /// Calls of [`Throttle::take`] that allowed fewer records than asked.
+    pub refusals: u64,
+    /// Records that passed the loop whose time the output has completed.
+    pub processed: u64,
+    /// One row per period.
+    pub periods: Vec<ThrottlePeriod>,
+}
+
+/// The token bucket between the loop and the source.
+struct Bucket {
+    /// Records/s; `None`: hold nothing back.
+    rate: Option<f64>,
+    tokens: f64,
+    /// The most tokens saved up, as seconds of the rate.
+    depth: f64,
+    refilled: Instant,
+    /// Asked since the loop last collected, and whether any was refused.
+    asked: u64,
+    refused: bool,
+    figures: ThrottleFigures,
+}
+
+impl Bucket {
+    fn refill(&mut self, now: Instant) {
+        if let Some(rate) = self.rate {
+            let elapsed = now.saturating_duration_since(self.refilled).as_secs_f64();
+            self.tokens = (self.tokens + rate * elapsed).min((rate * self.depth).max(1.0));
+        }
+        self.refilled = now;
+    }
+
+    fn take(&mut self, wanted: usize, now: Instant) -> usize {
+        self.refill(now);
+        let granted = match self.rate {
+            None => wanted,
+            Some(_) => {
+                let granted = (self.tokens.floor().max(0.0) as usize).min(wanted);
+                self.tokens -= granted as f64;
+                granted
+            }
+        };
+        let refused = granted < wanted;
+        self.asked += wanted as u64;
+        self.refused |= refused;
+        self.figures.asked += wanted as u64;
+        self.figures.granted += granted as u64;
+        self.figures.refusals += refused as u64;
+        granted
+    }
+
+    fn set(&mut self, rate: Option<f64>, now: Instant) {
+        self.refill(now);
+        if self.rate.is_none() && rate.is_some() {
+            // Holding back starts from an empty bucket: the records sent
+            // unthrottled used what it would have saved.
+            self.tokens = 0.0;
+        }
+        self.rate = rate;
+    }
+
+    fn wait(&mut self, now: Instant) -> Duration {
+        self.refill(now);
+        match self.rate {
+            Some(rate) if self.tokens < 1.0 => {
+                let seconds = if rate > 0.0 {
+                    (1.0 - self.tokens) / rate
+                } else {
+                    self.depth
+                };
+                Duration::from_secs_f64(seconds.min(self.depth))
+            }
+            _ => Duration::ZERO,
+        }
+    }
+}
+
+/// The input code's view of a throttle: how many records it may send.
+/// Clones share the throttle.
+#[derive(Clone)]
+pub struct Throttle {
+    bucket: Rc<RefCell<Bucket>>,
+    /// Counts what the output has completed; returns all it has completed.
+    settle: Rc<dyn Fn() -> u64>,
+}
+
+impl Throttle {
+    /// Of `wanted` records the source has ready, how many it may send now
+    /// (at most `wanted`); it keeps the rest for a later call. Asking is
+    /// also how the loop learns that the source wants more than it gets.
+    pub fn take(&self, wanted: usize) -> usize {
+        self.bucket.borrow_mut().take(wanted, Instant::now())
+    }
+
+    /// How long until the next record may be sent (zero: now), at most a
+    /// few sampling ticks: e.g. how long a worker with nothing else to do
+    /// may park (`worker.step_or_park(Some(throttle.wait()))`).
+    pub fn wait(&self) -> Duration {
+        self.bucket.borrow_mut().wait(Instant::now())
+    }
+
+    /// What the throttle did so far, with every record sent that the output
+    /// has completed counted as processed.
+    pub fn figures(&self) -> ThrottleFigures {
+        let processed = (self.settle)();
+        ThrottleFigures {
+            processed,
+            ..self.bucket.borrow().figures.clone()
+        }
+    }
+}
+
+/// A throttling loop on a stream.
+pub trait ThrottleLoop<'scope, T: Timestamp + TotalOrder, D> {
+    /// Passes every record on, and returns a [`Throttle`] that tells the
+    /// input code how many records it may send, at the rate `controller`
+    /// sets so that the delay at the output probed by `output` stays near
+    /// `settings.target`. The controller runs every `settings.period`, on
+    /// the workers' rates under a shared loop; `settings.mode`, `seed` and
+    /// `actuation` (which concern drops) are not used.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use timely::dataflow::operators::vec::Map;
+    /// use timely::dataflow::operators::{Input, Probe};
+    /// use timely::dataflow::ProbeHandle;
+    /// use equipoise::shed::{Auto, LoopSettings, ThrottleLoop};
+    ///
+    /// timely::execute(timely::Config::process(2), |worker| {
+    ///     let mut input = timely::dataflow::InputHandle::new();
+    ///     let output = ProbeHandle::new();
+    ///     let throttle = worker.dataflow::<u64, _, _>(|scope| {
+    ///         let settings = LoopSettings::new(Duration::from_millis(300));
+    ///         let (records, throttle) = scope.input_from(&mut input).throttle_loop(&settings, Auto::default(), &output);
+    ///         records.map(|x: u64| x * 2).probe_with(&output);
+    ///         throttle
+    ///     });
+    ///     // A source that can wait: it sends what the throttle allows.
+    ///     let mut next = 0u64;
+    ///     while next < 10_000 {
+    ///         let allowed = throttle.take((10_000 - next).min(100) as usize) as u64;
+    ///         for x in next..next + allowed {
+    ///             input.send(x);
+    ///         }
+    ///         next += allowed;
+    ///         input.advance_to(next);
+    ///         worker.step();
+    ///     }
+    ///     drop(input);
+    ///     while !output.done() {
+    ///         worker.step();
+    ///     }
+    ///     assert_eq!(throttle.figures().processed, 10_000); // nothing dropped
+    /// })
+    /// .unwrap();
+    /// ```
+    fn throttle_loop(
+        self,
+        settings: &LoopSettings<T>,
+        controller: impl Controller + 'static,
+        output: &ProbeHandle<T>,
+    ) -> (StreamVec<'scope, T, D>, Throttle);
+}
+
+impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ThrottleLoop<'scope, T, D> for StreamVec<'scope, T, D> {
+    fn throttle_loop(
+        self,
+        settings: &LoopSettings<T>,
+        controller: impl Controller + 'static,
+        output: &ProbeHandle<T>,
+    ) -> (StreamVec<'scope, T, D>, Throttle) {
+        let scope = self.scope();
+        let ledger = Ledger::shared();
+        let bucket = Rc::new(RefCell::new(Bucket {
+            rate: None,
+            tokens: 0.0,
+            // Half a period: what a source that went unscheduled for
+            // less than a stall may still send at the rate when it is back.
+            depth: (settings.period / 10).max(Duration::from_millis(1)).as_secs_f64() * STALL_TICKS as f64,
+            refilled: Instant::now(),
+            asked: 0,
+            refused: false,
+            figures: ThrottleFigures::default(),
+        }));
+        let throttle = {
+            let (ledger, output) = (Rc::clone(&ledger), output.clone());
+            Throttle {
+                bucket: Rc::clone(&bucket),
+                settle: Rc::new(move || settle(&ledger, &output)),
+            }
+        };
+        let (settings, output) = (settings.clone(), output.clone());
+        let (me, workers) = (scope.index(), scope.peers());
+        let stream = self.unary_frontier::<CapacityContainerBuilder<Vec<D>>, _, _, _>(
+            Pipeline,
+            "ThrottleLoop",
+            move |_, info| {
+                let mut core = LoopCore::new(scope, &info, &settings, controller, &output, ledger);
+                // Without sharing, each worker's loop is a loop of one.
+                let (me, workers) = if settings.global { (me, workers) } else { (0, 1) };
+                let mut rate = f64::INFINITY;
+                move |(input, frontier), session| {
+                    let now = Instant::now();
+                    core.wake(now);
+                    input.for_each_stamp(|cap, batches| {
+                        if let Some(cap) = cap.retain_least(0) {
+                            for batch in batches {
+                                core.admit(cap.time(), now, 0, batch.len() as u64);
+                                session.session(&cap).give_container(batch);
+                            }
+                        }
+                    });
+                    let (asked, refused) = {
+                        let mut bucket = bucket.borrow_mut();
+                        (std::mem::take(&mut bucket.asked), std::mem::take(&mut bucket.refused))
+                    };
+                    core.offered(asked, refused);
+                    for decision in core.conclude(now, 0, frontier.is_empty()) {
+                        let combined = &decision.combined;
+                        if let Some(admitted) = decision.admitted {
+                            rate = allowance(admitted, &combined.shares, workers, me);
+                        }
+                        bucket.borrow_mut().figures.periods.push(ThrottlePeriod {
+                            end: decision.end,
+                            sample: combined.sample,
+                            controlled_delay_ms: decision.controlled_delay_ms,
+                            allowance: decision.admitted.map(|admitted| admitted * workers as f64),
+                            limited: combined.shares.iter().any(|share| share.limited),
+                        });
+                    }
+                    let limit = if core.unmeasured_overload() {
+                        Some(0.0)
+                    } else if core.keeping_up() {
+                        None
+                    } else {
+                        Some(rate).filter(|rate| rate.is_finite())
+                    };
+                    bucket.borrow_mut().set(limit, now);
+                }
+            },
+        );
+        (stream, throttle)
+    }
+}
