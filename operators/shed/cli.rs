@@ -198,8 +198,7 @@ impl RunArgs {
             ..ShedJob::new(self.controller()?, self.profile.clone())
         };
         if let Some(text) = &self.cost_step {
-            let (cost_us, at_s) = pair("--cost-step", text)?;
-            job.cost_step = Some(CostStep { cost_us, at_s });
+            job.cost_step = Some(text.parse::<CostStep>()?);
         }
         job.check()?;
         // What the processes of a cluster must agree on to run one experiment.

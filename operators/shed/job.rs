@@ -85,6 +85,28 @@ pub struct CostStep {
     pub at_s: f64,
 }
 
+impl std::str::FromStr for CostStep {
+    type Err = Error;
+
+    /// `<cost_us>:<at_s>`, e.g. `30:5`: 30 µs per record from 5 s on.
+    fn from_str(text: &str) -> Result<Self, Error> {
+        let invalid = || {
+            Error::invalid(
+                "--cost-step",
+                format!("`{text}`: expected <cost µs>:<at s>, a positive cost and a time from 0 on"),
+            )
+        };
+        let (cost, at) = text.split_once([':', ',']).ok_or_else(invalid)?;
+        let (cost_us, at_s) = (cost.trim().parse::<f64>(), at.trim().parse::<f64>());
+        match (cost_us, at_s) {
+            (Ok(cost_us), Ok(at_s)) if cost_us > 0.0 && cost_us.is_finite() && at_s >= 0.0 && at_s.is_finite() => {
+                Ok(CostStep { cost_us, at_s })
+            }
+            _ => Err(invalid()),
+        }
+    }
+}
+
 /// Settings of one shedding run.
 #[derive(Debug, Clone)]
 pub struct ShedJob {

@@ -28,6 +28,8 @@ use super::sharing::{Combined, Periods, Share};
 /// completions are counted whoever looks first.
 pub(crate) struct Ledger<T> {
     pending: BTreeMap<T, (u64, Instant)>,
+    /// Records let in since the start.
+    admitted: u64,
     /// Records let in whose time has completed, since the start.
     processed: u64,
 }
@@ -37,12 +39,14 @@ impl<T: Timestamp + TotalOrder> Ledger<T> {
     pub(crate) fn shared() -> Rc<RefCell<Self>> {
         Rc::new(RefCell::new(Ledger {
             pending: BTreeMap::new(),
+            admitted: 0,
             processed: 0,
         }))
     }
 
     fn admit(&mut self, time: &T, now: Instant, admitted: u64) {
         self.pending.entry(time.clone()).or_insert((0, now)).0 += admitted;
+        self.admitted += admitted;
     }
 
     /// Moves what completed before the output's least time `least` (`None`:
@@ -90,6 +94,10 @@ pub(crate) const STALL_TICKS: u32 = 5;
 /// holds anything back (or one sampling tick, if longer).
 const OVERLOAD_SHARE: f64 = 0.05;
 
+/// The share of the target the records waiting must take, before any
+/// backlog was measured, for the loop to count the dataflow as overloaded.
+const UNMEASURED_SHARE: f64 = 0.5;
+
 /// How much faster than arrivals the dataflow must process, over a period,
 /// for the processed rate to say it keeps up: the rate read over a window
 /// of frontier steps is noisy, and where arrivals cross the capacity a
@@ -130,6 +138,7 @@ type Channel = (Box<dyn Push<Bincode<Share>>>, Box<dyn Pull<Bincode<Share>>>);
 /// A loop's measurements, sharing and controller, on one worker.
 pub(crate) struct LoopCore<T: Timestamp + TotalOrder, C> {
     controller: C,
+    target: Duration,
     prediction: Prediction,
     channel: Option<Channel>,
     periods: Periods,
@@ -180,6 +189,7 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
         let guarded = controller.guarded();
         LoopCore {
             controller,
+            target: settings.target,
             prediction: settings.prediction,
             channel,
             periods: Periods::new(workers, sharer, PATIENCE_PERIODS),
@@ -221,11 +231,22 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
         self.guarded && !overloaded(self.meter.age_ms, self.threshold_ms, &self.last)
     }
 
-    /// Whether the delay last sampled is over the threshold while no period
-    /// decided on has shown a backlog: the controller (one that holds a
-    /// delay) has not yet measured an overload the dataflow is already in.
-    pub(crate) fn unmeasured_overload(&self) -> bool {
-        self.guarded && !self.backlogged && self.meter.age_ms >= self.threshold_ms
+    /// Whether the dataflow is overloaded while no period decided on has
+    /// shown a backlog, so that the controller (one that holds a delay)
+    /// has not measured it yet: the delay last sampled is over the
+    /// threshold, and the records let in and not yet done would take half
+    /// the target at the rate the output has completed records so far.
+    /// (A slow start of the dataflow raises the delay too, but leaves few
+    /// records waiting.)
+    pub(crate) fn unmeasured_overload(&self, now: Instant) -> bool {
+        if !self.guarded || self.backlogged || self.meter.age_ms < self.threshold_ms {
+            return false;
+        }
+        let ledger = self.meter.ledger.borrow();
+        let elapsed = now.saturating_duration_since(self.meter.started).as_secs_f64();
+        let rate = ledger.processed as f64 / elapsed.max(1e-3);
+        let waiting = ledger.admitted.saturating_sub(ledger.processed) as f64;
+        waiting >= rate * UNMEASURED_SHARE * self.target.as_secs_f64()
     }
 
     /// Milliseconds since arrivals were last observed.

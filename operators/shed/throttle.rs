@@ -12,12 +12,16 @@
 //! up to the rate the controller sets for the dataflow, whichever workers
 //! read: a reader whose source was not held back is allowed what it sent
 //! and a quarter more, and the rest is split evenly among the readers held
-//! back (max-min fair). While the measurements say the dataflow keeps up,
-//! the throttle holds nothing back. When the delay first passes 5 % of the
-//! target, before the controller has seen a period of backlog, it holds
-//! every record back until the period ends, so that a source much faster
-//! than the dataflow cannot pile up more than that before the controller
-//! knows.
+//! back (max-min fair). The loop holds the delay at ⅔ of the target, not
+//! at the target: the dataflow is as busy with the shorter queue, and the
+//! records already let in still make the target if the cost of a record
+//! steps up by half. While the measurements say the dataflow keeps up,
+//! the throttle holds nothing back. Before the controller has seen a
+//! period of backlog, when the delay is over 5 % of the target and the
+//! records waiting would take half of it at the rate the output has
+//! completed records so far, it holds every record back until a period
+//! ends, so that a source much faster than the dataflow cannot pile up
+//! more than that before the controller knows.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -35,6 +39,15 @@ use super::closed_loop::LoopSettings;
 use super::controller::{Controller, PeriodSample};
 use super::loop_core::{settle, Ledger, LoopCore, STALL_TICKS};
 use super::sharing::allowance;
+
+/// How much longer a record may take than the throttle's loop plans for:
+/// the loop holds the delay at the target divided by this. A throttle
+/// gains nothing from a longer queue (the dataflow is as busy with a short
+/// one, and nothing is dropped either way), while the records already let
+/// in cannot be held back when the cost of a record steps up: with the
+/// queue at ⅔ of the target, they still make the target after a +50 %
+/// step.
+const STEP_ROOM: f64 = 1.5;
 
 /// One period as a throttle's loop saw it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -115,10 +128,10 @@ impl Bucket {
 
     fn set(&mut self, rate: Option<f64>, now: Instant) {
         self.refill(now);
-        if self.rate.is_none() && rate.is_some() {
-            // Holding back starts from an empty bucket: the records sent
-            // unthrottled used what it would have saved.
-            self.tokens = 0.0;
+        if let (None, Some(rate)) = (self.rate, rate) {
+            // Holding back starts from a full bucket: a source that sends
+            // within its allowance is not refused the moment it begins.
+            self.tokens = (rate * self.depth).max(1.0);
         }
         self.rate = rate;
     }
@@ -178,8 +191,9 @@ impl Throttle {
 pub trait ThrottleLoop<'scope, T: Timestamp + TotalOrder, D> {
     /// Passes every record on, and returns a [`Throttle`] that tells the
     /// input code how many records it may send, at the rate `controller`
-    /// sets so that the delay at the output probed by `output` stays near
-    /// `settings.target`. The controller runs every `settings.period`, on
+    /// sets so that the delay at the output probed by `output` stays under
+    /// `settings.target` (the loop holds it at ⅔ of the target: see the
+    /// module docs). The controller runs every `settings.period`, on
     /// the workers' rates under a shared loop; `settings.mode`, `seed` and
     /// `actuation` (which concern drops) are not used.
     ///
@@ -253,7 +267,12 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ThrottleLoop<'scope,
                 settle: Rc::new(move || settle(&ledger, &output)),
             }
         };
-        let (settings, output) = (settings.clone(), output.clone());
+        // The loop holds the delay at the target divided by STEP_ROOM.
+        let settings = LoopSettings {
+            target: settings.target.div_f64(STEP_ROOM),
+            ..settings.clone()
+        };
+        let output = output.clone();
         let (me, workers) = (scope.index(), scope.peers());
         let stream = self.unary_frontier::<CapacityContainerBuilder<Vec<D>>, _, _, _>(
             Pipeline,
@@ -292,7 +311,7 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ThrottleLoop<'scope,
                             limited: combined.shares.iter().any(|share| share.limited),
                         });
                     }
-                    let limit = if core.unmeasured_overload() {
+                    let limit = if core.unmeasured_overload(now) {
                         Some(0.0)
                     } else if core.keeping_up() {
                         None
