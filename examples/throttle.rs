@@ -45,7 +45,7 @@ use timely::worker::Worker;
 /// Flow control: the shedding loop's controller slowing the source.
 #[derive(Parser, Debug, Clone)]
 #[command(name = "throttle")]
-struct Args {
+pub(crate) struct Args {
     /// D_t: the delay, ms, to hold records under from their read to the output.
     #[arg(long, default_value_t = 300.0)]
     target_ms: f64,
@@ -94,7 +94,7 @@ struct Args {
 
 /// How the input code sends.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-enum Source {
+pub(crate) enum Source {
     /// What the throttle allows.
     Throttle,
     /// Everything it has, as fast as it can.
@@ -139,7 +139,22 @@ fn main() -> ExitCode {
     exit_code("throttle", run(Args::parse()))
 }
 
-fn run(mut args: Args) -> Result<(), Error> {
+fn run(args: Args) -> Result<(), Error> {
+    let (quiet, path) = (args.quiet, args.report.clone());
+    if let Some(report) = execute(args)? {
+        if !quiet {
+            println!("{report}");
+        }
+        if let Some(path) = path {
+            write_report(&path, &report)?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs the flags' experiment on this process's workers; the report in the
+/// process that hosts worker 0. (`bench/throttle.rs` runs it too.)
+pub(crate) fn execute(args: Args) -> Result<Option<Report>, Error> {
     check(&args)?;
     let lines = match &args.file {
         Some(path) => Some(Arc::new(read_lines(path)?)),
@@ -158,36 +173,33 @@ fn run(mut args: Args) -> Result<(), Error> {
     cluster.agree("--readers", args.readers);
     cluster.agree("--batch", args.batch);
     cluster.agree("--arrival-rate", args.arrival_rate);
-    args.cluster = cluster.clone();
-    let (shared, workers, args_quiet) = (args.clone(), cluster.total_workers(), args.quiet);
-    let report = run_gathered(
+    let (shared, workers) = (args.clone(), cluster.total_workers());
+    run_gathered(
         &cluster,
         move |worker| self::worker(worker, &shared, lines.clone()),
         move |figures| assemble(&args, workers, figures),
-    )?;
-    if let Some(report) = report {
-        if !args_quiet {
-            println!(
+    )
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
             "throttle: source {}, {} workers: {:.0} records/s processed, delay p50 {:.0} / p99 {:.0} / max {:.0} ms \
              (target {:.0}), {} read, {} unfinished, 0 dropped, {} of {} periods limited",
-            report.source,
-            report.workers,
-            report.processed_per_s,
-            report.delay_ms.p50,
-            report.delay_ms.p99,
-            report.delay_ms.max,
-            report.target_ms,
-            report.read,
-            report.unfinished,
-            report.limited_periods,
-            report.periods.len()
-            );
-        }
-        if let Some(path) = &report.path {
-            write_report(path, &report)?;
-        }
+            self.source,
+            self.workers,
+            self.processed_per_s,
+            self.delay_ms.p50,
+            self.delay_ms.p99,
+            self.delay_ms.max,
+            self.target_ms,
+            self.read,
+            self.unfinished,
+            self.limited_periods,
+            self.periods.len()
+        )
     }
-    Ok(())
 }
 
 fn check(args: &Args) -> Result<(), Error> {
@@ -457,57 +469,55 @@ fn worker(worker: &mut Worker, args: &Args, lines: Option<Arc<Vec<String>>>) -> 
 
 /// The report of one run.
 #[derive(Debug, Serialize)]
-struct Report {
-    #[serde(skip)]
-    path: Option<PathBuf>,
-    source: String,
-    target_ms: f64,
-    period_ms: f64,
-    cost_us: f64,
-    cost_step: Option<CostStep>,
-    workers: usize,
-    readers: String,
-    duration_s: f64,
-    arrival_rate: Option<f64>,
+pub(crate) struct Report {
+    pub(crate) source: String,
+    pub(crate) target_ms: f64,
+    pub(crate) period_ms: f64,
+    pub(crate) cost_us: f64,
+    pub(crate) cost_step: Option<CostStep>,
+    pub(crate) workers: usize,
+    pub(crate) readers: String,
+    pub(crate) duration_s: f64,
+    pub(crate) arrival_rate: Option<f64>,
     /// Records sent into the dataflow.
-    read: u64,
+    pub(crate) read: u64,
     /// Records the costly stage worked on within the run.
-    processed: u64,
+    pub(crate) processed: u64,
     /// Records read and not yet processed when the run ended.
-    unfinished: u64,
+    pub(crate) unfinished: u64,
     /// Always 0: a throttle drops nothing.
-    dropped: u64,
+    pub(crate) dropped: u64,
     /// Processed records per second, from the start to the last processed.
-    processed_per_s: f64,
+    pub(crate) processed_per_s: f64,
     /// Delays of processed records, from their read to the output, ms.
-    delay_ms: LatencySummary,
-    mean_delay_ms: f64,
+    pub(crate) delay_ms: LatencySummary,
+    pub(crate) mean_delay_ms: f64,
     /// Processed records whose delay was over the target.
-    over_target: f64,
+    pub(crate) over_target: f64,
     /// Records the sources asked the throttle for (a refused record asked again counts again).
-    asked: u64,
+    pub(crate) asked: u64,
     /// Calls of the throttle that allowed fewer records than asked.
-    refusals: u64,
+    pub(crate) refusals: u64,
     /// Periods in which some reader was refused records.
-    limited_periods: usize,
-    periods: Vec<PeriodRow>,
+    pub(crate) limited_periods: usize,
+    pub(crate) periods: Vec<PeriodRow>,
 }
 
 /// One period of the run, over all workers.
 #[derive(Debug, Serialize)]
-struct PeriodRow {
+pub(crate) struct PeriodRow {
     /// When it ended, s since the start.
-    end_s: f64,
+    pub(crate) end_s: f64,
     /// The rate the controller allowed in it, records/s over all workers
     /// (null: no decision yet, or not throttled).
-    allowance: Option<f64>,
+    pub(crate) allowance: Option<f64>,
     /// Whether some reader was refused records (in the loop's period that ended last).
-    limited: bool,
+    pub(crate) limited: bool,
     /// Records processed in it, per second.
-    processed: f64,
+    pub(crate) processed: f64,
     /// The mean and largest delay of the records processed in it, ms.
-    delay_ms: f64,
-    max_delay_ms: f64,
+    pub(crate) delay_ms: f64,
+    pub(crate) max_delay_ms: f64,
 }
 
 fn assemble(args: &Args, workers: usize, figures: Vec<WorkerFigures>) -> Report {
@@ -548,7 +558,6 @@ fn assemble(args: &Args, workers: usize, figures: Vec<WorkerFigures>) -> Report 
         })
         .collect();
     Report {
-        path: args.report.clone(),
         source: args.source.to_string(),
         target_ms: args.target_ms,
         period_ms: period_s * 1000.0,
