@@ -10,9 +10,9 @@ use std::rc::Rc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use equipoise::shed::{Auto, LoopSettings, ThrottleLoop, TimeSliced};
+use equipoise::shed::{Auto, LoopSettings, ShedLoop, ThrottleLoop, TimeSliced};
 use support::{report, run_example, run_two_processes, scratch};
-use timely::dataflow::operators::{Exchange, Input, Probe};
+use timely::dataflow::operators::{Concat, Exchange, Input, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 
 const COST: Duration = Duration::from_micros(20);
@@ -223,4 +223,113 @@ fn bad_options_are_clear_errors() {
         assert!(stderr.contains(names), "{args:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn a_throttled_and_a_shed_input_share_one_output() {
+    let _alone = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    // One worker: a source that can wait (without end, sent as fast as its
+    // throttle allows) and a firehose at 60 000 records/s (more than the
+    // 50 000/s the stage can do alone), both for 4 s, into one costly
+    // stage whose output both loops watch.
+    let seen = timely::execute(timely::Config::thread(), |worker| {
+        let start = Instant::now();
+        let settings = LoopSettings::new(Duration::from_secs_f64(TARGET_MS / 1000.0))
+            .with_period(Duration::from_millis(50))
+            .with_clock(move |ms: &u64| start + Duration::from_millis(*ms));
+        let (mut waits, mut firehose) = (InputHandle::new(), InputHandle::new());
+        let output = ProbeHandle::new();
+        let seen = Rc::new(RefCell::new((0u64, 0u64, Vec::new())));
+        let (throttle, shedding) = worker.dataflow::<u64, _, _>(|scope| {
+            let (waiting, throttle) = scope
+                .input_from(&mut waits)
+                .throttle_loop(&settings, Auto::default(), &output);
+            let (admitted, shedding) =
+                scope
+                    .input_from(&mut firehose)
+                    .shed_loop(&settings, Auto::default(), &output, |_: &(u64, bool)| 0.0);
+            let books = Rc::clone(&seen);
+            waiting
+                .concat(admitted)
+                .time_sliced(
+                    "Work",
+                    Duration::from_millis(2),
+                    move |_, (sent_ms, can_wait): (u64, bool)| {
+                        let began = Instant::now();
+                        while began.elapsed() < COST {}
+                        let mut books = books.borrow_mut();
+                        if can_wait {
+                            books.0 += 1
+                        } else {
+                            books.1 += 1
+                        }
+                        books.2.push(start.elapsed().as_secs_f64() * 1000.0 - sent_ms as f64);
+                        None::<()>
+                    },
+                )
+                .probe_with(&output);
+            (throttle, shedding)
+        });
+        let (mut waited, mut hosed) = (0u64, 0u64);
+        loop {
+            let now = start.elapsed().as_secs_f64();
+            let ms = (now * 1000.0) as u64;
+            for input in [&mut waits, &mut firehose] {
+                if *input.time() < ms {
+                    input.advance_to(ms);
+                }
+            }
+            let due = ((now.min(4.0)) * 60_000.0) as u64;
+            while hosed < due {
+                firehose.send((ms, false));
+                hosed += 1;
+            }
+            let allowed = throttle.take((10_000_000 - waited).min(1000) as usize) as u64;
+            for _ in 0..allowed {
+                waits.send((ms, true));
+            }
+            waited += allowed;
+            if now >= 4.0 {
+                break;
+            }
+            worker.step();
+        }
+        drop((waits, firehose));
+        while !output.done() {
+            worker.step_or_park(None);
+        }
+        let shed = shedding.figures();
+        let (from_waiting, from_firehose, delays) = seen.take();
+        (
+            from_waiting,
+            from_firehose,
+            delays,
+            shed.arrived,
+            shed.dropped,
+            start.elapsed(),
+            waited,
+        )
+    })
+    .unwrap()
+    .join()
+    .remove(0)
+    .unwrap();
+    let (from_waiting, from_firehose, delays, arrived, dropped, took, waited_total) = seen;
+    let p99 = percentile(delays.clone(), 0.99);
+    let figures = format!(
+        "waiting source {from_waiting}, firehose {from_firehose} of {arrived} ({dropped} dropped), {took:?}, p99 {p99:.0} ms"
+    );
+    eprintln!("{figures}");
+    assert_eq!(
+        from_waiting, waited_total,
+        "the source that can wait loses nothing: {figures}"
+    );
+    assert_eq!(from_firehose + dropped, arrived, "{figures}");
+    // Both loops hold the shared delay, and share the capacity: neither
+    // input is shut out (the throttle does not yield to the shedder).
+    assert!(p99 <= 1.25 * TARGET_MS, "{figures}");
+    assert!(
+        from_waiting > 0 && dropped > 0 && from_firehose > arrived / 2,
+        "{figures}"
+    );
 }

@@ -51,7 +51,7 @@ use super::sharing::allowance;
 /// queue under half the target, they make the target through a doubling
 /// of the cost, less what the loop lets in before it reacts (measured:
 /// +50 %, p99 under the target). With ⅔, the p99 of a +50 % step was
-/// 1.15–1.2× the target.
+/// 1.13–1.2× the target.
 const STEP_ROOM: f64 = 2.0;
 
 /// One period as a throttle's loop saw it.
