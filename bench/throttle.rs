@@ -16,6 +16,10 @@
 //! - `slow`: data arriving at 50 % and 80 % of the capacity the unlimited
 //!   source measured: the throttle refuses nothing (reported as refusals
 //!   and limited periods) and the delay is as without it.
+//! - `shapes`: one reader (worker 0) and skewed readers (worker 0 reads
+//!   80 %), the records exchanged before the costly stage, at
+//!   `--shape-workers` (2 and 4), D_t 300 ms: as `unlimited`, the readers'
+//!   allowances adding up to what the dataflow can take.
 //!
 //! Every figure is the median of `--runs` runs (each source once per run,
 //! in turn), with the range.
@@ -43,9 +47,12 @@ struct Args {
     /// Cost per record before any step, µs.
     #[arg(long, default_value_t = 20.0)]
     cost_us: f64,
-    /// Which scenarios: unlimited, step, slow.
-    #[arg(long, value_delimiter = ',', default_values_t = ["unlimited".to_string(), "step".to_string(), "slow".to_string()])]
+    /// Which scenarios: unlimited, step, slow, shapes.
+    #[arg(long, value_delimiter = ',', default_values_t = ["unlimited".to_string(), "step".to_string(), "slow".to_string(), "shapes".to_string()])]
     scenarios: Vec<String>,
+    /// Worker counts of the `shapes` scenario.
+    #[arg(long, value_delimiter = ',', default_values_t = [2, 4])]
+    shape_workers: Vec<usize>,
     /// cargo bench passes --bench; accepted and ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -107,23 +114,19 @@ fn periods_back(report: &Report, at_s: f64, floor: f64) -> Option<usize> {
         .position(|p| p.processed >= floor)
 }
 
-fn flags(text: &str) -> Vec<String> {
-    text.split_whitespace().map(str::to_string).collect()
-}
-
-fn main() {
-    let args = Args::parse();
-    let duration = format!("--duration-s {} --cost-us {}", args.duration_s, args.cost_us);
-    let scenario = |name: &str| args.scenarios.iter().any(|s| s == name);
-    if scenario("unlimited") {
-        println!("## A source with unlimited data\n");
-        println!("| workers | D_t ms | source | records/s | p99 ms | max ms | throttled / unlimited | holds |");
-        println!("|---|---|---|---|---|---|---|---|");
-        for &workers in &args.workers {
-            for target in [300, 2000] {
-                let sources = ["throttle", "unlimited"]
-                    .map(|source| flags(&format!("{duration} --target-ms {target} --source {source}")));
-                let reports = side_by_side(workers, args.runs, &sources);
+/// Throttled against unlimited data, side by side: the first table's rows.
+fn unlimited_table(workers: &[usize], targets: &[u32], readers: &[&str], runs: usize, common: &str) {
+    println!("| workers | readers | D_t ms | source | records/s | p99 ms | max ms | throttled / unlimited | holds |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for &workers in workers {
+        for &reading in readers {
+            for &target in targets {
+                let sources = ["throttle", "unlimited"].map(|source| {
+                    flags(&format!(
+                        "{common} --target-ms {target} --readers {reading} --source {source}"
+                    ))
+                });
+                let reports = side_by_side(workers, runs, &sources);
                 let (throttled, unlimited) = (&reports[0], &reports[1]);
                 let rate = |r: &[Report]| figure(r, |r| r.processed_per_s, 0);
                 let ratio = rate(throttled).0 / rate(unlimited).0;
@@ -132,7 +135,7 @@ fn main() {
                 for (name, r) in [("throttle", throttled), ("unlimited", unlimited)] {
                     let mine = name == "throttle";
                     println!(
-                        "| {workers} | {target} | {name} | {} | {} | {} | {} | {} |",
+                        "| {workers} | {reading} | {target} | {name} | {} | {} | {} | {} | {} |",
                         rate(r).1,
                         figure(r, |r| r.delay_ms.p99, 0).1,
                         figure(r, |r| r.delay_ms.max, 0).1,
@@ -150,7 +153,31 @@ fn main() {
                 }
             }
         }
-        println!();
+    }
+    println!();
+}
+
+fn flags(text: &str) -> Vec<String> {
+    text.split_whitespace().map(str::to_string).collect()
+}
+
+fn main() {
+    let args = Args::parse();
+    let duration = format!("--duration-s {} --cost-us {}", args.duration_s, args.cost_us);
+    let scenario = |name: &str| args.scenarios.iter().any(|s| s == name);
+    if scenario("unlimited") {
+        println!("## A source with unlimited data\n");
+        unlimited_table(&args.workers, &[300, 2000], &["even"], args.runs, &duration);
+    }
+    if scenario("shapes") {
+        println!("## One reader and skewed readers, unlimited data\n");
+        unlimited_table(
+            &args.shape_workers,
+            &[300],
+            &["one", "skewed:0.8"],
+            args.runs,
+            &duration,
+        );
     }
     if scenario("step") {
         let (target, at_s) = (300.0, args.duration_s / 2.0);

@@ -208,6 +208,35 @@ fn two_processes_throttle_against_their_shared_output_frontier() {
 }
 
 #[test]
+fn the_example_reads_a_file_through_the_throttle() {
+    let _alone = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let lines = scratch("throttle-lines.txt");
+    let text: String = (0..50_000).map(|n| format!("line {n}\n")).collect();
+    std::fs::write(&lines, text).unwrap();
+    for workers in ["1", "3"] {
+        let path = scratch(&format!("throttle-file-{workers}.json"));
+        let out = run_example(
+            "throttle",
+            &[
+                "--file",
+                lines.to_str().unwrap(),
+                "-w",
+                workers,
+                "--readers",
+                "one",
+                "--report",
+                path.to_str().unwrap(),
+            ],
+        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let r = report(&path);
+        let count = |field: &str| r[field].as_u64().unwrap();
+        assert_eq!((count("read"), count("processed")), (50_000, 50_000), "{r}");
+        assert_eq!(count("unfinished") + count("dropped"), 0, "{r}");
+    }
+}
+
+#[test]
 fn bad_options_are_clear_errors() {
     for (args, names) in [
         (&["--source", "fixed:-5"][..], "--source"),
