@@ -203,23 +203,33 @@ impl std::fmt::Display for Report {
 }
 
 fn check(args: &Args) -> Result<(), Error> {
-    let positive = |flag: &str, value: f64| {
-        if value > 0.0 && value.is_finite() {
+    // A positive number of milliseconds, or microseconds, that is a duration.
+    let positive = |flag: &str, value: f64, per_second: f64| {
+        if value > 0.0 && Duration::try_from_secs_f64(value / per_second).is_ok() {
             Ok(())
         } else {
-            Err(Error::invalid(flag, format!("{value} is not a positive number")))
+            Err(Error::invalid(flag, format!("{value} is not a positive duration")))
         }
     };
-    positive("--target-ms", args.target_ms)?;
-    positive("--cost-us", args.cost_us)?;
-    positive("--duration-s", args.duration_s)?;
+    positive("--target-ms", args.target_ms, 1e3)?;
+    positive("--cost-us", args.cost_us, 1e6)?;
+    positive("--duration-s", args.duration_s, 1.0)?;
     if let Some(period_ms) = args.period_ms {
-        if !(period_ms >= 1.0 && period_ms.is_finite()) {
+        positive("--period-ms", period_ms, 1e3)?;
+        if period_ms < 1.0 {
             return Err(Error::invalid("--period-ms", format!("{period_ms} is below 1 ms")));
         }
     }
+    if let Some(step) = args.cost_step {
+        positive("--cost-step", step.cost_us, 1e6)?;
+    }
     if let Some(rate) = args.arrival_rate {
-        positive("--arrival-rate", rate)?;
+        if !(rate > 0.0 && rate.is_finite()) {
+            return Err(Error::invalid(
+                "--arrival-rate",
+                format!("{rate} is not a positive number"),
+            ));
+        }
     }
     if args.batch == 0 {
         return Err(Error::invalid("--batch", "must be at least 1"));
@@ -355,7 +365,7 @@ fn worker(worker: &mut Worker, args: &Args, lines: Option<Arc<Vec<String>>>) -> 
     let mut input = InputHandle::new();
     // The end of the dataflow, whose frontier the loop measures.
     let output = ProbeHandle::new();
-    let exchanged = args.readers != Readers::Even;
+    let exchanged = args.readers.exchanged();
     let throttle = worker.dataflow::<u64, _, _>(|scope| {
         let (records, throttle) = scope
             .input_from(&mut input)
@@ -402,7 +412,8 @@ fn worker(worker: &mut Worker, args: &Args, lines: Option<Arc<Vec<String>>>) -> 
     let batch = ((args.batch as f64 * share * peers as f64).ceil() as usize).max(1);
     let mut pending: VecDeque<String> = VecDeque::with_capacity(batch);
     let (mut read, mut fetched) = (0u64, 0u64);
-    let mut exhausted = false;
+    // A worker with no share reads nothing.
+    let mut exhausted = share == 0.0;
     loop {
         let elapsed = stage.started.elapsed();
         if elapsed >= stage.duration || (exhausted && pending.is_empty()) {
@@ -508,8 +519,10 @@ pub(crate) struct Report {
 pub(crate) struct PeriodRow {
     /// When it ended, s since the start.
     pub(crate) end_s: f64,
-    /// The rate the controller allowed in it, records/s over all workers
-    /// (null: no decision yet, or not throttled).
+    /// The rate the controller set for it, records/s over all workers: what
+    /// the readers' allowances add up to while the dataflow is overloaded
+    /// (the throttle holds nothing back while it keeps up); null: no
+    /// decision yet, or not throttled.
     pub(crate) allowance: Option<f64>,
     /// Whether some reader was refused records (in the loop's period that ended last).
     pub(crate) limited: bool,

@@ -1,7 +1,9 @@
 //! The shedding loop as one operator: placed where records enter a
 //! dataflow, it drops what its controller asks, measures the delay at the
 //! output the program cares about (through that output's probe), and runs
-//! the controller every period, waking itself with timely's activations.
+//! the controller every period, waking itself with timely's activations
+//! (the measuring, sharing and control it has in common with the throttle
+//! are in `loop_core`).
 //!
 //! What it measures, each on its own worker:
 //! - **arrivals** and **admitted** records: the records it sees and passes;
@@ -47,7 +49,7 @@ pub enum Clock<T> {
     Stamp(Rc<dyn Fn(&T) -> Instant>),
 }
 
-/// Settings of a shedding loop.
+/// Settings of a loop: a shedding loop, or a throttle's.
 #[derive(Clone)]
 pub struct LoopSettings<T> {
     /// D_t: the delay the loop keeps admitted records under.
@@ -69,9 +71,10 @@ pub struct LoopSettings<T> {
     /// the others' rates each period, on a channel of its own outside
     /// progress tracking, so every controller sees the same sample (the
     /// workers' mean rates) and every worker drops the same fraction of its
-    /// arrivals, whichever workers read. `false`: each worker's loop runs
-    /// on its own rates alone, and readers that admit more than their
-    /// share are not told.
+    /// arrivals (a throttle: the readers' allowances add up to the rate),
+    /// whichever workers read. `false`: each worker's loop runs on its own
+    /// rates alone, and readers that admit more than their share are not
+    /// told.
     pub global: bool,
 }
 
@@ -146,6 +149,8 @@ pub struct LoopFigures {
 /// The program's view of a loop.
 #[derive(Clone)]
 pub struct LoopHandle {
+    /// What the loop counts (`processed` is left at 0 here: it is the
+    /// ledger's, filled in by [`LoopHandle::figures`]).
     figures: Rc<RefCell<LoopFigures>>,
     /// Counts what the output has completed since the loop last looked;
     /// returns all it has completed.

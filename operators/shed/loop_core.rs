@@ -28,8 +28,9 @@ use super::sharing::{Combined, Periods, Share};
 /// completions are counted whoever looks first.
 pub(crate) struct Ledger<T> {
     pending: BTreeMap<T, (u64, Instant)>,
-    /// Records let in since the start.
+    /// Records let in since the start, and when the first was.
     admitted: u64,
+    first: Option<Instant>,
     /// Records let in whose time has completed, since the start.
     processed: u64,
 }
@@ -40,6 +41,7 @@ impl<T: Timestamp + TotalOrder> Ledger<T> {
         Rc::new(RefCell::new(Ledger {
             pending: BTreeMap::new(),
             admitted: 0,
+            first: None,
             processed: 0,
         }))
     }
@@ -47,6 +49,7 @@ impl<T: Timestamp + TotalOrder> Ledger<T> {
     fn admit(&mut self, time: &T, now: Instant, admitted: u64) {
         self.pending.entry(time.clone()).or_insert((0, now)).0 += admitted;
         self.admitted += admitted;
+        self.first = self.first.or((admitted > 0).then_some(now));
     }
 
     /// Moves what completed before the output's least time `least` (`None`:
@@ -73,7 +76,7 @@ pub(crate) fn settle<T: Timestamp + TotalOrder>(ledger: &RefCell<Ledger<T>>, out
     ledger.processed
 }
 
-/// Delay samples per period (the loop also samples at every arrival).
+/// Delay samples per period (the loop also samples at every other activation).
 const SAMPLES_PER_PERIOD: u32 = 10;
 
 /// The shortest window the processed rate is measured over. Completions
@@ -156,7 +159,8 @@ pub(crate) struct LoopCore<T: Timestamp + TotalOrder, C> {
     last: PeriodSample,
     /// Whether any period decided on ended with the delay over the threshold.
     backlogged: bool,
-    /// The longest this operator went unscheduled in the period.
+    /// When this operator last ran, and the longest it went unscheduled in
+    /// the period.
     previous: Instant,
     gap: Duration,
 }
@@ -209,9 +213,14 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
         }
     }
 
-    /// The controller's way of acting (see [`Controller::actuation`]).
+    /// The controller (for its way of acting, [`Controller::actuation`]).
     pub(crate) fn controller(&self) -> &C {
         &self.controller
+    }
+
+    /// How often the loop samples the delay.
+    pub(crate) fn tick(&self) -> Duration {
+        self.tick
     }
 
     /// At the start of an activation: hears the peers' shares.
@@ -235,16 +244,18 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
     /// shown a backlog, so that the controller (one that holds a delay)
     /// has not measured it yet: the delay last sampled is over the
     /// threshold, and the records let in and not yet done would take half
-    /// the target at the rate the output has completed records so far.
-    /// (A slow start of the dataflow raises the delay too, but leaves few
-    /// records waiting.)
+    /// the target at the rate the output has completed records since the
+    /// first was let in (all of them, if none has completed). A slow start
+    /// of the dataflow raises the delay too, but leaves few records waiting.
     pub(crate) fn unmeasured_overload(&self, now: Instant) -> bool {
         if !self.guarded || self.backlogged || self.meter.age_ms < self.threshold_ms {
             return false;
         }
         let ledger = self.meter.ledger.borrow();
-        let elapsed = now.saturating_duration_since(self.meter.started).as_secs_f64();
-        let rate = ledger.processed as f64 / elapsed.max(1e-3);
+        let since = ledger
+            .first
+            .map_or(0.0, |first| now.saturating_duration_since(first).as_secs_f64());
+        let rate = ledger.processed as f64 / since.max(1e-3);
         let waiting = ledger.admitted.saturating_sub(ledger.processed) as f64;
         waiting >= rate * UNMEASURED_SHARE * self.target.as_secs_f64()
     }
@@ -261,10 +272,10 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
         self.meter.admit(time, now, admitted);
     }
 
-    /// Counts `arrived` records offered to the loop outside its input
-    /// (asked of a throttle), `refused`: whether any were held back.
-    pub(crate) fn offered(&mut self, arrived: u64, refused: bool) {
-        self.meter.arrive(arrived, refused);
+    /// Counts `asked` records a throttled source asked for outside the
+    /// loop's input, and whether any ask was `refused`.
+    pub(crate) fn offered(&mut self, asked: u64, refused: bool) {
+        self.meter.arrive(asked, refused);
     }
 
     /// At the end of an activation: samples the delay, ends the period if

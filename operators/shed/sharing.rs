@@ -2,8 +2,9 @@
 //! over each of its periods, and decides each period on the combination of
 //! every worker's measurements of that period, in period order. The
 //! controllers all start alike and see the same samples, so they set the
-//! same rate, and every worker drops the same fraction of its arrivals,
-//! whichever workers read.
+//! same rate: a shedding loop's workers each drop the same fraction of
+//! their arrivals, and a throttle's split the rate over their readers
+//! ([`allowance`]), whichever workers read.
 
 use std::collections::BTreeMap;
 
@@ -144,13 +145,18 @@ const HEADROOM: f64 = 0.25;
 /// `shares`: the total is split max-min fairly (water-filling). A worker
 /// whose source was not refused wants what it sent, and a quarter more; one
 /// that was refused wants more than any split gives it; a worker that sent
-/// no share wants nothing. Each gets what it wants up to a level set so that
+/// no share wants nothing (a reader that starts reading is refused, and
+/// gets its share, from the next period on). Each gets what it wants up to a level set so that
 /// the allowances add up to the total; if all want less than the total, the
 /// rest is split evenly. So the readers' allowances add up to what the
-/// dataflow can take, whichever workers read, and a slow reader is never
-/// held back to make room for a fast one.
+/// dataflow can take, whichever workers read, and a reader slower than the
+/// level is not held back to make room for a fast one. An infinite rate
+/// allows every worker without limit.
 pub(crate) fn allowance(admitted: f64, shares: &[Share], workers: usize, me: usize) -> f64 {
     let total = admitted.max(0.0) * workers as f64;
+    if total.is_infinite() {
+        return f64::INFINITY;
+    }
     let wants = |worker: usize| match shares.iter().find(|share| share.worker == worker) {
         Some(share) if share.limited => f64::INFINITY,
         Some(share) => share.sample.admitted_rate * (1.0 + HEADROOM),
@@ -326,5 +332,7 @@ mod tests {
         // held to it.
         let got = all(500.0, &[reader(0, 900.0, false), reader(1, 2000.0, true)], 2);
         assert_eq!(got, [500.0, 500.0]);
+        // No limit from the controller: none for any worker.
+        assert_eq!(allowance(f64::INFINITY, &[reader(0, 9.0, true)], 2, 1), f64::INFINITY);
     }
 }

@@ -60,8 +60,10 @@ pub struct ThrottlePeriod {
     /// When the period ended, since the loop started.
     pub end: Duration,
     /// What the controller was given: under a shared loop the workers'
-    /// mean rates, with records asked for as the arrival rate and records
-    /// sent as the admitted rate.
+    /// mean rates, with the records the sources asked for as the arrival
+    /// rate (a refused record counted at every ask: a source held back
+    /// wants more than it is allowed, by an amount no throttle can know,
+    /// and its asks say so) and the records sent as the admitted rate.
     pub sample: PeriodSample,
     /// The delay it controlled on (the prediction, or the measurement), ms.
     pub controlled_delay_ms: f64,
@@ -97,9 +99,11 @@ struct Bucket {
     /// The most tokens saved up, as seconds of the rate.
     depth: f64,
     refilled: Instant,
-    /// Asked since the loop last collected, and whether any was refused.
+    /// Asked since the loop last collected, whether any was refused, and
+    /// whether the bucket has limited before.
     asked: u64,
     refused: bool,
+    limited_before: bool,
     figures: ThrottleFigures,
 }
 
@@ -133,12 +137,22 @@ impl Bucket {
 
     fn set(&mut self, rate: Option<f64>, now: Instant) {
         self.refill(now);
-        if let (None, Some(rate)) = (self.rate, rate) {
-            // Holding back starts from a full bucket: a source that sends
+        match (self.rate, rate) {
+            // A pause holds back every record, saved tokens too.
+            (_, Some(rate)) if rate <= 0.0 => self.tokens = 0.0,
+            // The first limit starts from a full bucket: a source that sends
             // within its allowance is not refused the moment it begins.
-            self.tokens = (rate * self.depth).max(1.0);
+            (None, Some(rate)) if !self.limited_before => self.tokens = (rate * self.depth).max(1.0),
+            _ => {}
         }
+        self.limited_before |= rate.is_some();
         self.rate = rate;
+    }
+
+    /// What the source asked for since the last call, and whether it was
+    /// refused any.
+    fn collect(&mut self) -> (u64, bool) {
+        (std::mem::take(&mut self.asked), std::mem::take(&mut self.refused))
     }
 
     fn wait(&mut self, now: Instant) -> Duration {
@@ -257,12 +271,12 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ThrottleLoop<'scope,
         let bucket = Rc::new(RefCell::new(Bucket {
             rate: None,
             tokens: 0.0,
-            // Half a period: what a source that went unscheduled for
-            // less than a stall may still send at the rate when it is back.
-            depth: (settings.period / 10).max(Duration::from_millis(1)).as_secs_f64() * STALL_TICKS as f64,
+            // Set with the loop's sampling tick.
+            depth: 0.0,
             refilled: Instant::now(),
             asked: 0,
             refused: false,
+            limited_before: false,
             figures: ThrottleFigures::default(),
         }));
         let throttle = {
@@ -284,6 +298,9 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ThrottleLoop<'scope,
             "ThrottleLoop",
             move |_, info| {
                 let mut core = LoopCore::new(scope, &info, &settings, controller, &output, ledger);
+                // Half a period: what a source that went unscheduled for
+                // less than a stall may still send at the rate when it is back.
+                bucket.borrow_mut().depth = core.tick().as_secs_f64() * STALL_TICKS as f64;
                 // Without sharing, each worker's loop is a loop of one.
                 let (me, workers) = if settings.global { (me, workers) } else { (0, 1) };
                 let mut rate = f64::INFINITY;
@@ -298,14 +315,12 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ThrottleLoop<'scope,
                             }
                         }
                     });
-                    let (asked, refused) = {
-                        let mut bucket = bucket.borrow_mut();
-                        (std::mem::take(&mut bucket.asked), std::mem::take(&mut bucket.refused))
-                    };
+                    let (asked, refused) = bucket.borrow_mut().collect();
                     core.offered(asked, refused);
                     for decision in core.conclude(now, 0, frontier.is_empty()) {
                         let combined = &decision.combined;
-                        if let Some(admitted) = decision.admitted {
+                        // A rate that is not a number keeps the last one.
+                        if let Some(admitted) = decision.admitted.filter(|admitted| !admitted.is_nan()) {
                             rate = allowance(admitted, &combined.shares, workers, me);
                         }
                         bucket.borrow_mut().figures.periods.push(ThrottlePeriod {
@@ -328,5 +343,49 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ThrottleLoop<'scope,
             },
         );
         (stream, throttle)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bucket(start: Instant) -> Bucket {
+        Bucket {
+            rate: None,
+            tokens: 0.0,
+            depth: 0.05,
+            refilled: start,
+            asked: 0,
+            refused: false,
+            limited_before: false,
+            figures: ThrottleFigures::default(),
+        }
+    }
+
+    #[test]
+    fn the_bucket_grants_at_its_rate_and_saves_at_most_its_depth() {
+        let start = Instant::now();
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        let mut bucket = bucket(start);
+        // Unlimited: everything asked.
+        assert_eq!(bucket.take(5000, at(0)), 5000);
+        // The first limit starts full: 50 ms of 10 000/s.
+        bucket.set(Some(10_000.0), at(0));
+        assert_eq!(bucket.take(800, at(0)), 500);
+        assert_eq!(bucket.wait(at(0)), Duration::from_micros(100));
+        // 20 ms later, 200 more; long after, no more than the depth.
+        assert_eq!(bucket.take(800, at(20)), 200);
+        assert_eq!(bucket.take(800, at(10_000)), 500);
+        // A pause holds everything back, saved tokens too.
+        bucket.set(None, at(10_000));
+        bucket.set(Some(0.0), at(10_050));
+        assert_eq!(bucket.take(10, at(10_060)), 0);
+        assert_eq!(bucket.wait(at(10_060)), Duration::from_millis(50));
+        let (asked, refused) = bucket.collect();
+        assert_eq!((asked, refused), (5000 + 3 * 800 + 10, true));
+        assert_eq!(bucket.collect(), (0, false));
+        let figures = &bucket.figures;
+        assert_eq!((figures.granted, figures.refusals), (5000 + 500 + 200 + 500, 4));
     }
 }
