@@ -4,7 +4,7 @@
 //! loop, unlimited (it saturates the dataflow and its delay grows without
 //! bound), or at a fixed rate.
 //!
-//! `cargo bench --bench throttle -- [--workers 1,2] [--runs 3] [--duration-s 10] [--cost-us 20] [--scenarios unlimited,step,slow]`
+//! `cargo bench --bench throttle -- [--workers 1,2] [--shape-workers 2,4] [--runs 3] [--duration-s 10] [--cost-us 20] [--scenarios unlimited,shapes,step,slow]`
 //!
 //! - `unlimited`: a source with unlimited data, D_t 300 ms and 2 s:
 //!   throttled processes ≥ 0.95× the records/s of unlimited, p99 ≤ D_t.
