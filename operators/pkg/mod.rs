@@ -8,6 +8,7 @@
 
 mod aggregate;
 mod candidates;
+#[cfg(feature = "differential")]
 mod differential;
 mod head_aware;
 mod head_index;
@@ -28,6 +29,7 @@ pub mod wordcount;
 
 pub use aggregate::{Aggregate, AggregationKey, MergePartials, PkgCount};
 pub use candidates::two_choices;
+#[cfg(feature = "differential")]
 pub use differential::PkgCountCollection;
 pub use head_aware::{HeadAware, HeadAwareRouter, HeadSpread, DEFAULT_SAMPLING, DEFAULT_SKETCH};
 pub use head_shape::{head_choices, HeadShape};

@@ -48,8 +48,9 @@ pub enum Policy {
     Static,
     /// SWARM: a decision policy, then reductions from the workers.
     Adaptive(Box<dyn DecisionPolicy + Send>),
-    /// A random move, split or merge every round (tests the migrations).
-    Forced(SmallRng),
+    /// A random move, split or merge every round (tests the migrations),
+    /// drawn from this seed.
+    Forced(u64),
 }
 
 impl Policy {
@@ -67,7 +68,7 @@ impl Policy {
 
     /// A forced schedule seeded with `seed`.
     pub fn forced(seed: u64) -> Self {
-        Policy::Forced(SmallRng::seed_from_u64(seed))
+        Policy::Forced(seed)
     }
 
     /// Whether the policy's settings can be used: `swarm` refuses one that
@@ -102,6 +103,8 @@ pub struct Orders {
 /// The coordinator (on worker 0).
 pub(crate) struct Coordinator {
     policy: Policy,
+    /// The forced schedule's draws.
+    rng: SmallRng,
     index: GlobalIndex,
     mint: IdMint,
     workers: usize,
@@ -118,7 +121,12 @@ impl Coordinator {
     /// updates take effect `plan_lag + 1` epochs after the round end that
     /// decided them; forced changes mint ids from `mint`.
     pub(crate) fn new(policy: Policy, index: GlobalIndex, mint: IdMint, workers: usize, plan_lag: u64) -> Self {
+        let seed = match policy {
+            Policy::Forced(seed) => seed,
+            _ => 0,
+        };
         Coordinator {
+            rng: SmallRng::seed_from_u64(seed),
             policy,
             index,
             mint,
@@ -157,8 +165,8 @@ impl Coordinator {
                 self.pending_local.clear();
                 Vec::new()
             }
-            Policy::Forced(rng) => {
-                self.forced = random_change(rng, &self.index, self.workers, &mut self.mint);
+            Policy::Forced(_) => {
+                self.forced = random_change(&mut self.rng, &self.index, self.workers, &mut self.mint);
                 Vec::new()
             }
             Policy::Adaptive(decision) => {
