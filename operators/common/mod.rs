@@ -13,6 +13,7 @@ pub mod error;
 #[cfg(feature = "lab")]
 pub mod gather;
 pub mod hash;
+mod history;
 #[cfg(feature = "lab")]
 pub mod keys;
 #[cfg(feature = "lab")]
@@ -31,3 +32,4 @@ mod watch;
 
 pub use busy_work::BusyWork;
 pub use error::Error;
+pub(crate) use history::keep_recent;

@@ -31,6 +31,8 @@ use timely::dataflow::{ProbeHandle, StreamVec};
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
 
+use crate::common::keep_recent;
+
 use super::actuator::{Actuation, RateTracker};
 use super::controller::{drop_fraction, Controller, PeriodSample};
 use super::loop_core::{settle, Ledger, LoopCore};
@@ -76,12 +78,20 @@ pub struct LoopSettings<T> {
     /// rates alone, and readers that admit more than their share are not
     /// told.
     pub global: bool,
+    /// How many recent periods the loop's figures keep
+    /// ([`LoopFigures::periods`], a throttle's `ThrottleFigures::periods`):
+    /// at least this many, at most twice as many, so that a loop on a
+    /// stream that never ends keeps a bounded history.
+    pub history: usize,
 }
+
+/// The periods a loop's figures keep by default: five minutes at 100 ms.
+pub const DEFAULT_HISTORY: usize = 3000;
 
 impl<T> LoopSettings<T> {
     /// A target delay; a period of a third of it, at most 100 ms; the Smith
     /// prediction, random drops, the first-record clock, one loop across
-    /// workers.
+    /// workers, the last [`DEFAULT_HISTORY`] periods kept.
     pub fn new(target: Duration) -> Self {
         LoopSettings {
             target,
@@ -92,6 +102,7 @@ impl<T> LoopSettings<T> {
             actuation: None,
             clock: Clock::FirstRecord,
             global: true,
+            history: DEFAULT_HISTORY,
         }
     }
 
@@ -142,7 +153,7 @@ pub struct LoopFigures {
     /// all workers `processed − late` records were worked on and
     /// `dropped + late` lost.
     pub late: u64,
-    /// One row per period.
+    /// One row per period: the most recent [`LoopSettings::history`].
     pub periods: Vec<LoopPeriod>,
 }
 
@@ -303,12 +314,13 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
                             }
                             (None, _) => {}
                         }
-                        figures.borrow_mut().periods.push(LoopPeriod {
+                        let period = LoopPeriod {
                             end: decision.end,
                             sample,
                             controlled_delay_ms: decision.controlled_delay_ms,
                             drop_fraction: drop_fraction(sample.admitted_rate, sample.arrival_rate),
-                        });
+                        };
+                        keep_recent(&mut figures.borrow_mut().periods, period, settings.history);
                     }
                 }
             });

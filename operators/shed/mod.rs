@@ -36,7 +36,7 @@ mod throttle;
 
 pub use actuator::Actuation;
 pub use auto::Auto;
-pub use closed_loop::{Clock, LoopFigures, LoopHandle, LoopPeriod, LoopSettings, ShedLoop};
+pub use closed_loop::{Clock, LoopFigures, LoopHandle, LoopPeriod, LoopSettings, ShedLoop, DEFAULT_HISTORY};
 pub use controller::{Bounded, Coarse, Controller, NoShedding, PeriodSample, Pi, PiParams};
 pub use deadline::Deadline;
 pub use design::{

@@ -41,6 +41,9 @@ pub(crate) struct Combined {
     pub shares: Vec<Share>,
 }
 
+/// How far ahead of the next period to decide a peer's share is kept.
+const AHEAD: u64 = 256;
+
 /// The workers' shares of the periods not yet decided.
 pub(crate) struct Periods {
     workers: usize,
@@ -66,9 +69,13 @@ impl Periods {
         }
     }
 
-    /// Takes in a worker's share (this worker's too).
+    /// Takes in a worker's share (this worker's too). A share more than
+    /// [`AHEAD`] periods ahead of the next to decide is not kept: on a
+    /// stream that never ends, a worker that lags its peers would otherwise
+    /// keep their shares without bound; when it gets there it decides
+    /// without them, as for a peer that stopped.
     pub(crate) fn hear(&mut self, share: Share) {
-        if share.period < self.next || share.worker >= self.workers {
+        if share.period < self.next || share.period >= self.next + AHEAD || share.worker >= self.workers {
             return;
         }
         let workers = self.workers;
@@ -334,5 +341,24 @@ mod tests {
         assert_eq!(got, [500.0, 500.0]);
         // No limit from the controller: none for any worker.
         assert_eq!(allowance(f64::INFINITY, &[reader(0, 9.0, true)], 2, 1), f64::INFINITY);
+    }
+
+    #[test]
+    fn shares_far_ahead_are_not_kept() {
+        let mut periods = Periods::new(2, 0, 3);
+        for period in 0..10 * AHEAD {
+            periods.hear(share(1, period, 100.0, 10.0));
+        }
+        assert_eq!(periods.waiting.len(), AHEAD as usize);
+        // This worker catches up: the periods kept decide with both shares,
+        // the later ones without the peer's.
+        for period in 0..AHEAD + 1 {
+            periods.hear(share(0, period, 300.0, 10.0));
+        }
+        let decided: Vec<f64> = std::iter::from_fn(|| periods.next_ready(AHEAD + 1))
+            .map(|c| c.sample.arrival_rate)
+            .collect();
+        assert_eq!(decided.len(), AHEAD as usize);
+        assert!(decided.iter().all(|&rate| rate == 200.0));
     }
 }

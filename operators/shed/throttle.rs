@@ -38,6 +38,8 @@ use timely::dataflow::{ProbeHandle, StreamVec};
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
 
+use crate::common::keep_recent;
+
 use super::closed_loop::LoopSettings;
 use super::controller::{Controller, PeriodSample};
 use super::loop_core::{settle, Ledger, LoopCore, STALL_TICKS};
@@ -87,7 +89,7 @@ pub struct ThrottleFigures {
     pub refusals: u64,
     /// Records that passed the loop whose time the output has completed.
     pub processed: u64,
-    /// One row per period.
+    /// One row per period: the most recent [`LoopSettings::history`].
     pub periods: Vec<ThrottlePeriod>,
 }
 
@@ -323,13 +325,14 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ThrottleLoop<'scope,
                         if let Some(admitted) = decision.admitted.filter(|admitted| !admitted.is_nan()) {
                             rate = allowance(admitted, &combined.shares, workers, me);
                         }
-                        bucket.borrow_mut().figures.periods.push(ThrottlePeriod {
+                        let period = ThrottlePeriod {
                             end: decision.end,
                             sample: combined.sample,
                             controlled_delay_ms: decision.controlled_delay_ms,
                             allowance: decision.admitted.map(|admitted| admitted * workers as f64),
                             limited: combined.shares.iter().any(|share| share.limited),
-                        });
+                        };
+                        keep_recent(&mut bucket.borrow_mut().figures.periods, period, settings.history);
                     }
                     let limit = if core.unmeasured_overload(now) {
                         Some(0.0)

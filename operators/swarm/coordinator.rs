@@ -8,7 +8,7 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
-use crate::common::Error;
+use crate::common::{keep_recent, Error};
 
 use super::cost::{normalized, system_received, WorkerLoad};
 use super::decision::{Decision, DecisionPolicy, FiveStage, RoundSummary, Threshold};
@@ -81,6 +81,11 @@ impl Policy {
     }
 }
 
+/// How many of the latest plan changes [`Orders::changed_at`] keeps: the
+/// counts are for the whole run, the epochs for a window, so that what the
+/// coordinator keeps stays bounded on a stream that never ends.
+pub const CHANGES_KEPT: usize = 1024;
+
 /// Counts of what the coordinator ordered.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Orders {
@@ -96,7 +101,8 @@ pub struct Orders {
     pub splits: u64,
     /// Pairs of partitions merged.
     pub merges: u64,
-    /// The epochs from which non-empty updates held (when state moved).
+    /// The epochs from which non-empty updates held (when state moved):
+    /// the most recent [`CHANGES_KEPT`] of them.
     pub changed_at: Vec<u64>,
 }
 
@@ -249,7 +255,7 @@ impl Coordinator {
         self.orders.rounds += 1;
         let effective = time + self.plan_lag + 1;
         if !changes.is_empty() {
-            self.orders.changed_at.push(effective);
+            keep_recent(&mut self.orders.changed_at, effective, CHANGES_KEPT);
         }
         PlanUpdate { effective, changes }
     }

@@ -84,7 +84,7 @@ mod textual;
 pub mod workload;
 
 pub use app::{Match, PartitionState, Point, Query, RangeQueries, Registered};
-pub use coordinator::{Orders, Policy};
+pub use coordinator::{Orders, Policy, CHANGES_KEPT};
 pub use cost::{normalized, system_received, CostModel, RangeQueryCost, WorkerLoad};
 pub use decision::{Decision, DecisionPolicy, FiveStage, RoundSummary, Stage, Threshold, Verdict};
 pub use dispatch::Refused;
