@@ -355,7 +355,9 @@ fn worker(worker: &mut Worker, args: &Args, lines: Option<Arc<Vec<String>>>) -> 
         settings = settings.with_period(Duration::from_secs_f64(period_ms / 1000.0));
     }
     // The report's periods cover the whole run.
-    settings.history = settings.history.max((args.duration_s / settings.period.as_secs_f64()) as usize + 1);
+    settings.history = settings
+        .history
+        .max((args.duration_s / settings.period.as_secs_f64()) as usize + 1);
     let stage = Rc::new(Stage {
         started: Instant::now(),
         wall,

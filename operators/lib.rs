@@ -60,6 +60,11 @@ pub struct PkgDocDoctests;
 #[cfg(doctest)]
 pub struct ShedDocDoctests;
 
+/// The observability page's example, compiled and run as a doctest.
+#[doc = include_str!("../docs/observability.md")]
+#[cfg(doctest)]
+pub struct ObservabilityDocDoctests;
+
 /// The SWARM page's examples, compiled and run as doctests.
 #[doc = include_str!("../docs/swarm.md")]
 #[cfg(doctest)]

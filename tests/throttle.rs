@@ -10,7 +10,9 @@ use std::rc::Rc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use equipoise::shed::{Auto, LoopSettings, ShedLoop, ThrottleLoop, TimeSliced};
+use equipoise::shed::{
+    Auto, LoopEvent, LoopEventBuilder, LoopKind, LoopSettings, ShedLoop, ThrottleLoop, TimeSliced, LOG_NAME,
+};
 use support::{report, run_example, run_two_processes, scratch};
 use timely::dataflow::operators::{Concat, Exchange, Input, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
@@ -361,4 +363,69 @@ fn a_throttled_and_a_shed_input_share_one_output() {
         from_waiting > 0 && dropped > 0 && from_firehose > arrived / 2,
         "{figures}"
     );
+}
+
+#[test]
+fn every_decision_is_logged_to_timely_logging() {
+    let _alone = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let logged = timely::execute(timely::Config::process(2), |worker| {
+        let events: Rc<RefCell<Vec<LoopEvent>>> = Rc::default();
+        let sink = Rc::clone(&events);
+        worker
+            .log_register()
+            .unwrap()
+            .insert::<LoopEventBuilder, _>(LOG_NAME, move |_, batch| {
+                if let Some(batch) = batch {
+                    sink.borrow_mut().extend(batch.drain(..).map(|(_, event)| event));
+                }
+            });
+        let settings = LoopSettings::new(Duration::from_millis(200)).with_period(Duration::from_millis(50));
+        let mut input = InputHandle::new();
+        let output = ProbeHandle::new();
+        let throttle = worker.dataflow::<u64, _, _>(|scope| {
+            let (records, throttle) = scope
+                .input_from(&mut input)
+                .throttle_loop(&settings, Auto::default(), &output);
+            records
+                .time_sliced("Work", Duration::from_millis(2), |_, x: u64| {
+                    let began = Instant::now();
+                    while began.elapsed() < COST {}
+                    Some(x)
+                })
+                .probe_with(&output);
+            throttle
+        });
+        let (mut next, end) = (0u64, 20_000u64);
+        while next < end {
+            let allowed = throttle.take((end - next).min(1000) as usize) as u64;
+            for x in next..next + allowed {
+                input.send(x);
+            }
+            next += allowed;
+            input.advance_to(next);
+            worker.step();
+        }
+        drop(input);
+        while !output.done() {
+            worker.step();
+        }
+        worker.log_register().unwrap().flush();
+        let periods = throttle.figures().periods;
+        let events = events.take();
+        (worker.index(), periods, events)
+    })
+    .unwrap()
+    .join();
+    for outcome in logged {
+        let (index, periods, events) = outcome.unwrap();
+        // One event per period in the figures, the same decisions.
+        assert!(!periods.is_empty());
+        assert_eq!(events.len(), periods.len(), "worker {index}");
+        for (event, period) in events.iter().zip(&periods) {
+            assert_eq!((event.worker, event.kind), (index, LoopKind::Throttle));
+            assert_eq!((event.period_end, event.sample), (period.end, period.sample));
+            assert_eq!(event.rate.map(|rate| rate * 2.0), period.allowance);
+            assert_eq!(event.drop_fraction, 0.0);
+        }
+    }
 }

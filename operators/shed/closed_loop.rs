@@ -35,6 +35,7 @@ use crate::common::keep_recent;
 
 use super::actuator::{Actuation, RateTracker};
 use super::controller::{drop_fraction, Controller, PeriodSample};
+use super::events::LoopKind;
 use super::loop_core::{settle, Ledger, LoopCore};
 use super::predictor::Prediction;
 use super::sharing::{own_part, Combined};
@@ -267,7 +268,7 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
         let worker = scope.index() as u64;
         let stream =
             self.unary_frontier::<CapacityContainerBuilder<Vec<D>>, _, _, _>(Pipeline, "ShedLoop", move |_, info| {
-                let mut core = LoopCore::new(scope, &info, &settings, controller, &output, ledger);
+                let mut core = LoopCore::new(LoopKind::Shed, scope, &info, &settings, controller, &output, ledger);
                 let mut rng = SmallRng::seed_from_u64(settings.seed ^ worker.wrapping_mul(0x9e37_79b9_7f4a_7c15));
                 let mut ranked = Vec::new();
                 let mut arrivals: Vec<(Capability<T>, Vec<D>)> = Vec::new();

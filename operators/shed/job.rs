@@ -424,7 +424,9 @@ impl ShedJob {
             .with_clock(move |stamp: &u64| clock.instant_of(*stamp));
         settings.prediction = self.prediction;
         // The report's trace covers the whole run.
-        settings.history = settings.history.max((self.duration_s * 1000.0 / self.period_ms) as usize + 1);
+        settings.history = settings
+            .history
+            .max((self.duration_s * 1000.0 / self.period_ms) as usize + 1);
         settings.mode = self.mode;
         settings.seed = self.seed;
         settings.actuation = self.actuation;

@@ -13,13 +13,15 @@ use std::time::{Duration, Instant};
 use timely::communication::{Pull, Push};
 use timely::dataflow::operators::generic::OperatorInfo;
 use timely::dataflow::{ProbeHandle, Scope};
+use timely::logging_core::Logger;
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
 use timely::scheduling::Activator;
 use timely::Bincode;
 
 use super::closed_loop::{Clock, LoopSettings};
-use super::controller::{Controller, PeriodSample};
+use super::controller::{drop_fraction, Controller, PeriodSample};
+use super::events::{LoopEvent, LoopEventBuilder, LoopKind, LOG_NAME};
 use super::predictor::{DelayPredictor, Prediction};
 use super::sharing::{Combined, Periods, Share};
 
@@ -141,6 +143,10 @@ type Channel = (Box<dyn Push<Bincode<Share>>>, Box<dyn Pull<Bincode<Share>>>);
 /// A loop's measurements, sharing and controller, on one worker.
 pub(crate) struct LoopCore<T: Timestamp + TotalOrder, C> {
     controller: C,
+    kind: LoopKind,
+    /// Where decisions are logged, if anyone listens.
+    logger: Option<Logger<LoopEventBuilder>>,
+    worker: usize,
     target: Duration,
     prediction: Prediction,
     channel: Option<Channel>,
@@ -169,6 +175,7 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
     /// The loop of the operator `info` in `scope`, watching `output`, its
     /// records in `ledger`.
     pub(crate) fn new(
+        kind: LoopKind,
         scope: Scope<'_, T>,
         info: &OperatorInfo,
         settings: &LoopSettings<T>,
@@ -193,6 +200,9 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
         let guarded = controller.guarded();
         LoopCore {
             controller,
+            kind,
+            logger: scope.worker().logger_for::<LoopEventBuilder>(LOG_NAME),
+            worker: scope.index(),
             target: settings.target,
             prediction: settings.prediction,
             channel,
@@ -314,6 +324,21 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
                 self.backlogged |= combined.sample.age_ms >= self.threshold_ms;
                 self.controller.admitted_rate(&controlled)
             });
+            if let Some(logger) = &self.logger {
+                let dropped = match self.kind {
+                    LoopKind::Shed => drop_fraction(combined.sample.admitted_rate, combined.sample.arrival_rate),
+                    LoopKind::Throttle => 0.0,
+                };
+                logger.log(LoopEvent {
+                    worker: self.worker,
+                    kind: self.kind,
+                    period_end: now - self.meter.started,
+                    sample: combined.sample,
+                    controlled_delay_ms: controlled.delay_ms,
+                    rate: admitted,
+                    drop_fraction: dropped,
+                });
+            }
             decisions.push(Decision {
                 end: now - self.meter.started,
                 combined,

@@ -11,6 +11,7 @@ mod closed_loop;
 mod controller;
 mod deadline;
 mod design;
+mod events;
 mod excitation;
 #[cfg(test)]
 #[cfg(any(feature = "lab", test))]
@@ -43,6 +44,7 @@ pub use design::{
     closed_loop_poles, default_poles, design, first_order_pi, fit_arx, fit_identification, fit_periods, is_stable,
     nominal_model, nominal_pi, ArxModel, Design, MEASURED_DELAY_POLES, NOMINAL_POLES,
 };
+pub use events::{LoopEvent, LoopEventBuilder, LoopKind, LOG_NAME};
 pub use excitation::{ExcitationSpec, Excited};
 pub use predictor::Prediction;
 pub use shedder::{Shed, ShedMode, Shedder};

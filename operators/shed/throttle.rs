@@ -42,6 +42,7 @@ use crate::common::keep_recent;
 
 use super::closed_loop::LoopSettings;
 use super::controller::{Controller, PeriodSample};
+use super::events::LoopKind;
 use super::loop_core::{settle, Ledger, LoopCore, STALL_TICKS};
 use super::sharing::allowance;
 
@@ -299,7 +300,7 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ThrottleLoop<'scope,
             Pipeline,
             "ThrottleLoop",
             move |_, info| {
-                let mut core = LoopCore::new(scope, &info, &settings, controller, &output, ledger);
+                let mut core = LoopCore::new(LoopKind::Throttle, scope, &info, &settings, controller, &output, ledger);
                 // Half a period: what a source that went unscheduled for
                 // less than a stall may still send at the rate when it is back.
                 bucket.borrow_mut().depth = core.tick().as_secs_f64() * STALL_TICKS as f64;
