@@ -46,6 +46,8 @@ fn run(args: RunArgs) -> Result<(), Error> {
 
 /// One worker: the dataflow, then the arrivals of its share of the profile.
 fn worker(worker: &mut Worker, job: &ShedJob) -> WorkerFigures {
+    // `--log FILE`: the loop's decisions, from timely's logging.
+    job.log_to(worker);
     let testbed = job.testbed();
     let mut input = InputHandle::new();
     // The end of the dataflow, whose frontier the loop measures.

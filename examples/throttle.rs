@@ -32,11 +32,12 @@ use equipoise::common::cluster::ClusterArgs;
 use equipoise::common::driver::run_gathered;
 use equipoise::common::hash::key_hash;
 use equipoise::common::latency::LatencySummary;
+use equipoise::common::log_file::LogFile;
 use equipoise::common::program::{exit_code, exit_quietly_on_closed_stdout, write_report};
 use equipoise::common::{BusyWork, Error};
 use equipoise::shed::job::CostStep;
 use equipoise::shed::readers::Readers;
-use equipoise::shed::{Auto, LoopSettings, ThrottleLoop, ThrottlePeriod, TimeSliced};
+use equipoise::shed::{Auto, LoopEvent, LoopSettings, ThrottleLoop, ThrottlePeriod, TimeSliced, LOG_NAME};
 use serde::{Deserialize, Serialize};
 use timely::dataflow::operators::{Exchange, Input, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
@@ -88,6 +89,10 @@ pub(crate) struct Args {
     /// No summary line on stdout.
     #[arg(long)]
     quiet: bool,
+    /// The throttle's decisions (timely log events), one JSON object a
+    /// line (with several processes, each writes FILE.<process>).
+    #[arg(long)]
+    log: Option<PathBuf>,
     #[command(flatten)]
     cluster: ClusterArgs,
 }
@@ -173,10 +178,21 @@ pub(crate) fn execute(args: Args) -> Result<Option<Report>, Error> {
     cluster.agree("--readers", args.readers);
     cluster.agree("--batch", args.batch);
     cluster.agree("--arrival-rate", args.arrival_rate);
+    let log = match &args.log {
+        Some(path) => Some(LogFile::create(path, cluster.process, cluster.processes)?),
+        None => None,
+    };
     let (shared, workers) = (args.clone(), cluster.total_workers());
     run_gathered(
         &cluster,
-        move |worker| self::worker(worker, &shared, lines.clone()),
+        move |worker| {
+            // The throttle's decisions, from timely's logging: registered
+            // before the dataflow is built.
+            if let Some(log) = &log {
+                log.register::<LoopEvent>(worker, LOG_NAME);
+            }
+            self::worker(worker, &shared, lines.clone())
+        },
         move |figures| assemble(&args, workers, figures),
     )
 }

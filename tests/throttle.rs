@@ -236,6 +236,26 @@ fn the_example_reads_a_file_through_the_throttle() {
         assert_eq!((count("read"), count("processed")), (50_000, 50_000), "{r}");
         assert_eq!(count("unfinished") + count("dropped"), 0, "{r}");
     }
+    // `--log`: the throttle's decisions, one JSON object a line, every
+    // worker's.
+    let log = scratch("throttle.log");
+    let out = run_example(
+        "throttle",
+        &["--records", "20000", "-w", "2", "--log", log.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert!(!lines.is_empty());
+    for worker in [0, 1] {
+        assert!(lines.iter().any(|l| l["event"]["worker"] == worker), "{lines:?}");
+    }
+    assert!(lines
+        .iter()
+        .all(|l| l["log"] == "equipoise/shed" && l["event"]["kind"] == "throttle"));
 }
 
 #[test]

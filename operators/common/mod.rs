@@ -21,6 +21,8 @@ pub mod latency;
 #[cfg(feature = "lab")]
 pub mod lines;
 #[cfg(feature = "lab")]
+pub mod log_file;
+#[cfg(feature = "lab")]
 pub mod median;
 #[cfg(feature = "lab")]
 pub mod memory;

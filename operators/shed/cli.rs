@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::common::cluster::ClusterArgs;
+use crate::common::log_file::LogFile;
 use crate::common::program::write_report;
 use crate::common::Error;
 
@@ -128,6 +129,10 @@ pub struct RunArgs {
     /// JSON report.
     #[arg(long)]
     pub report: Option<PathBuf>,
+    /// The loops' decisions (timely log events), one JSON object a line
+    /// (with several processes, each writes FILE.<process>).
+    #[arg(long)]
+    pub log: Option<PathBuf>,
 }
 
 /// `shedding identify`.
@@ -199,6 +204,9 @@ impl RunArgs {
         };
         if let Some(text) = &self.cost_step {
             job.cost_step = Some(text.parse::<CostStep>()?);
+        }
+        if let Some(path) = &self.log {
+            job.log = Some(LogFile::create(path, c.cluster.process, c.cluster.processes)?);
         }
         job.check()?;
         // What the processes of a cluster must agree on to run one experiment.

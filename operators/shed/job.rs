@@ -26,12 +26,14 @@ use super::auto::Auto;
 use super::closed_loop::{LoopHandle, LoopSettings, ShedLoop};
 use super::controller::{Bounded, Coarse, Controller, NoShedding, Pi, PiParams};
 use super::deadline::Deadline;
+use super::events::{LoopEvent, LOG_NAME};
 use super::excitation::{ExcitationSpec, Excited};
 use super::predictor::Prediction;
 use super::profile::Profile;
 use super::readers::Readers;
 use super::shedder::ShedMode;
 use super::sliced::TimeSliced;
+use crate::common::log_file::LogFile;
 
 /// Which controller runs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -140,6 +142,8 @@ pub struct ShedJob {
     /// Whether the costly stage drops the records that can no longer make
     /// the target ([`TimeSliced::time_sliced_within`]).
     pub drop_late: bool,
+    /// Where the loops' decisions are logged (`--log`).
+    pub log: Option<LogFile>,
 }
 
 impl ShedJob {
@@ -164,6 +168,7 @@ impl ShedJob {
             progress: false,
             readers: Readers::Even,
             drop_late: true,
+            log: None,
         }
     }
 
@@ -416,6 +421,14 @@ impl ShedJob {
         Testbed::new(self)
     }
 
+    /// Sends the loops' decisions on `worker` to the job's log, if any:
+    /// before the dataflow is built.
+    pub fn log_to(&self, worker: &mut Worker) {
+        if let Some(log) = &self.log {
+            log.register::<LoopEvent>(worker, LOG_NAME);
+        }
+    }
+
     /// The loop's settings, with the testbed's clock.
     pub fn settings(&self, testbed: &Testbed) -> LoopSettings<u64> {
         let clock = testbed.clone();
@@ -558,6 +571,7 @@ pub fn run_shedding_with(
 /// then a processing stage that spends each record's cost.
 pub fn run_shedding_on(job: ShedJob, cluster: &ClusterArgs) -> Result<Option<ShedReport>, Error> {
     run_shedding_with(job, cluster, |worker, job| {
+        job.log_to(worker);
         let testbed = job.testbed();
         let mut input = InputHandle::new();
         let output = ProbeHandle::new();
