@@ -3,7 +3,7 @@
 //! workers, under static, SWARM and forced migration schedules, for both
 //! built-in applications; a custom cost model changes the decisions.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,7 +17,8 @@ use equipoise::swarm::job::{
 use equipoise::swarm::workload::Hotspots;
 use equipoise::swarm::Totals;
 use equipoise::swarm::{
-    CostModel, Grid, Match, Orders, PartitionState, RangeQueries, RangeQueryCost, Rect, SpatioTextual, Swarm,
+    CostModel, Grid, Match, Orders, PartitionState, PlanChange, RangeQueries, RangeQueryCost, Rect, SpatioTextual,
+    Swarm, SwarmEvent, SwarmEventBuilder, LOG_NAME,
 };
 use support::{one_static_worker, report, run_example, run_two_processes, scratch};
 use timely::dataflow::operators::{Input, Inspect};
@@ -474,4 +475,55 @@ fn a_move_decided_before_the_input_ends_still_happens() {
             "{report}"
         );
     }
+}
+
+#[test]
+fn the_coordinators_decisions_are_logged_to_timely_logging() {
+    let input = workload(5, 10_000, 200);
+    let job = SpatialJob {
+        policy: PolicySpec::Forced(9),
+        ..job(&input)
+    };
+    let result = Arc::new(Mutex::new(None));
+    let slot = Arc::clone(&result);
+    timely::execute(timely::Config::process(2), move |worker| {
+        let events: Rc<RefCell<Vec<SwarmEvent>>> = Rc::default();
+        let sink = Rc::clone(&events);
+        worker
+            .log_register()
+            .unwrap()
+            .insert::<SwarmEventBuilder, _>(LOG_NAME, move |_, batch| {
+                if let Some(batch) = batch {
+                    sink.borrow_mut().extend(batch.drain(..).map(|(_, event)| event));
+                }
+            });
+        let mut input = InputHandle::new();
+        let config = job.config();
+        let handles = worker.dataflow::<u64, _, _>(|scope| {
+            let (_matches, handles) = scope
+                .input_from(&mut input)
+                .swarm::<RangeQueries>(&config, job.policy())
+                .unwrap();
+            handles
+        });
+        job.feed(worker, input, &handles.probe, &handles);
+        worker.log_register().unwrap().flush();
+        if worker.index() == 0 {
+            *slot.lock().unwrap() = Some((handles.orders.borrow().clone(), events.take()));
+        } else {
+            // The coordinator runs on worker 0 alone.
+            assert!(events.borrow().is_empty());
+        }
+    })
+    .unwrap();
+    let (orders, events) = result.lock().unwrap().take().unwrap();
+    let count = |f: &dyn Fn(&SwarmEvent) -> bool| events.iter().filter(|e| f(e)).count() as u64;
+    let rounds = count(&|e| matches!(e, SwarmEvent::Round { loads, .. } if loads.len() == 2));
+    assert_eq!(rounds, orders.rounds, "{orders:?}");
+    let changes =
+        |kind: fn(&PlanChange) -> bool| count(&|e| matches!(e, SwarmEvent::Change { change, .. } if kind(change)));
+    assert_eq!(changes(|c| matches!(c, PlanChange::Move { .. })), orders.moves);
+    assert_eq!(changes(|c| matches!(c, PlanChange::Split { .. })), orders.splits);
+    assert_eq!(changes(|c| matches!(c, PlanChange::Merge { .. })), orders.merges);
+    assert!(orders.moves + orders.splits + orders.merges > 0, "{orders:?}");
 }

@@ -57,7 +57,7 @@ pub(crate) fn coordinate<'scope>(
                     }
                 });
                 stash.drain_complete(frontier, |cap, reports| {
-                    let asks = decide.borrow_mut().round_end(reports);
+                    let asks = decide.borrow_mut().round_end(*cap.time(), reports);
                     let mut session = output.session(&cap);
                     session.give_iterator(asks.into_iter().map(|(worker, ask)| Coordination::Ask(worker, ask)));
                     session.give(Coordination::Conclude);

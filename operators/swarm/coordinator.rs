@@ -7,11 +7,13 @@ use std::time::Instant;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
+use timely::logging_core::Logger;
 
 use crate::common::{keep_recent, Error};
 
 use super::cost::{normalized, system_received, WorkerLoad};
 use super::decision::{Decision, DecisionPolicy, FiveStage, RoundSummary, Threshold};
+use super::events::{SwarmEvent, SwarmEventBuilder};
 use super::forced::random_change;
 use super::ids::{IdMint, PartitionId};
 use super::index::{GlobalIndex, PlanChange};
@@ -120,6 +122,8 @@ pub(crate) struct Coordinator {
     pending_local: Vec<(usize, PlanChange)>,
     forced: Option<PlanChange>,
     orders: Orders,
+    /// Where decisions are logged, if anyone listens.
+    logger: Option<Logger<SwarmEventBuilder>>,
 }
 
 impl Coordinator {
@@ -143,7 +147,13 @@ impl Coordinator {
             pending_local: Vec::new(),
             forced: None,
             orders: Orders::default(),
+            logger: None,
         }
+    }
+
+    /// Logs decisions to `logger` (see [`super::LOG_NAME`]).
+    pub(crate) fn with_logger(self, logger: Option<Logger<SwarmEventBuilder>>) -> Self {
+        Coordinator { logger, ..self }
     }
 
     /// What was ordered so far.
@@ -153,8 +163,17 @@ impl Coordinator {
 
     /// A round ended with these reports (one per worker): decides, and
     /// returns the reduction requests to send, by worker.
-    pub(crate) fn round_end(&mut self, mut reports: Vec<RoundReport>) -> Vec<(usize, ReductionAsk)> {
+    pub(crate) fn round_end(&mut self, epoch: u64, mut reports: Vec<RoundReport>) -> Vec<(usize, ReductionAsk)> {
         reports.sort_by_key(|report| report.worker);
+        if let Some(logger) = &self.logger {
+            let mut loads = vec![WorkerLoad::default(); self.workers];
+            for report in &reports {
+                if let Some(load) = loads.get_mut(report.worker) {
+                    *load = report.load;
+                }
+            }
+            logger.log(SwarmEvent::Round { epoch, loads });
+        }
         self.pending_local = reports
             .iter_mut()
             .flat_map(|report| report.local.drain(..).map(|change| (report.worker, change)))
@@ -254,6 +273,14 @@ impl Coordinator {
         }
         self.orders.rounds += 1;
         let effective = time + self.plan_lag + 1;
+        if let Some(logger) = &self.logger {
+            for change in &changes {
+                logger.log(SwarmEvent::Change {
+                    effective,
+                    change: change.clone(),
+                });
+            }
+        }
         if !changes.is_empty() {
             keep_recent(&mut self.orders.changed_at, effective, CHANGES_KEPT);
         }

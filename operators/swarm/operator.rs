@@ -40,6 +40,7 @@ use super::coordination::coordinate;
 use super::coordinator::{Coordinator, Orders, Policy, RoundReport};
 use super::cost::{CostModel, RangeQueryCost};
 use super::dispatch::{dispatch, DispatchedTo, Refused};
+use super::events::{SwarmEventBuilder, LOG_NAME};
 use super::executor::{Executor, ExecutorFigures};
 use super::geometry::{Grid, OutOfBounds};
 use super::ids::IdMint;
@@ -265,7 +266,8 @@ impl<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone> Swarm<'scope, P, 
             IdMint::new(base, workers, workers + 1),
             workers,
             round,
-        );
+        )
+        .with_logger(scope.worker().logger_for::<SwarmEventBuilder>(LOG_NAME));
         let refused = Rc::new(RefCell::new(Refused::default()));
         let orders = Rc::new(RefCell::new(Orders::default()));
 
