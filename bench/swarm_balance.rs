@@ -179,6 +179,7 @@ fn main() {
                 policy: c.policy,
                 max_in_flight: 4,
                 progress: false,
+                log: None,
             };
             runs[index].push(
                 run_spatial::<RangeQueries>(job, &ClusterArgs::threads(c.workers))

@@ -82,6 +82,8 @@ fn worker<S>(worker: &mut Worker, job: &SpatialJob<S::Point, S::Query>) -> Worke
 where
     S: PartitionState<Output = Match>,
 {
+    // `--log FILE`: the coordinator's decisions, from timely's logging.
+    job.log_to(worker);
     let mut input = InputHandle::new();
     let config = job.config();
     // Matches and the wrapping sum of their digests, over finished epochs.

@@ -69,6 +69,7 @@ fn job<P, Q>(input: &Arc<SpatialInput<P, Q>>) -> SpatialJob<P, Q> {
         policy: PolicySpec::Static,
         max_in_flight: 3,
         progress: false,
+        log: None,
     }
 }
 

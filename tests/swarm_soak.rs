@@ -88,6 +88,7 @@ where
         policy: PolicySpec::Forced(schedule.seed),
         max_in_flight: 3,
         progress: false,
+        log: None,
     };
     let report = run_spatial::<S>(job, &ClusterArgs::threads(schedule.workers))
         .unwrap()

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::common::cluster::ClusterArgs;
 use crate::common::lines::OnError;
+use crate::common::log_file::LogFile;
 use crate::common::program::check_work_us;
 use crate::common::Error;
 
@@ -96,6 +97,10 @@ pub struct SpatialArgs {
     /// No progress lines on stderr.
     #[arg(long)]
     pub quiet: bool,
+    /// The coordinator's decisions (timely log events), one JSON object a
+    /// line (with several processes, each writes FILE.<process>).
+    #[arg(long)]
+    pub log: Option<PathBuf>,
 }
 
 /// A run the flags describe: the application and its job.
@@ -147,6 +152,10 @@ impl SpatialArgs {
             policy,
             max_in_flight: args.max_in_flight,
             progress: !args.quiet,
+            log: match &args.log {
+                Some(path) => Some(LogFile::create(path, args.cluster.process, args.cluster.processes)?),
+                None => None,
+            },
         };
         // What the processes of a cluster must agree on to run one experiment.
         let mut cluster = args.cluster.clone();

@@ -18,10 +18,12 @@ use timely::dataflow::operators::vec::Input;
 use timely::dataflow::operators::Inspect;
 use timely::dataflow::{InputHandle, ProbeHandle};
 
+use super::events::{SwarmEvent, LOG_NAME};
 use crate::common::busy_work::BusyWork;
 use crate::common::cluster::ClusterArgs;
 use crate::common::driver::{drive_epochs, run_gathered, EpochTimes};
 use crate::common::latency::LatencySummary;
+use crate::common::log_file::LogFile;
 use crate::common::median::Quantiles;
 use crate::common::memory::check_fits;
 use crate::common::Error;
@@ -166,6 +168,8 @@ pub struct SpatialJob<P = (), Q = ()> {
     pub max_in_flight: u64,
     /// Print a progress line to stderr about once a second.
     pub progress: bool,
+    /// Where the coordinator's decisions are logged (`--log`).
+    pub log: Option<LogFile>,
 }
 
 /// Counts of migrations.
@@ -293,6 +297,16 @@ pub struct Fed {
     pub epoch_checks: Vec<(u64, u64)>,
 }
 
+impl<P, Q> SpatialJob<P, Q> {
+    /// Sends the coordinator's decisions on `worker` to the job's log, if
+    /// any: before the dataflow is built.
+    pub fn log_to(&self, worker: &mut timely::worker::Worker) {
+        if let Some(log) = &self.log {
+            log.register::<SwarmEvent>(worker, LOG_NAME);
+        }
+    }
+}
+
 impl SpatialJob {
     /// The same settings over another input.
     pub fn with_input<P, Q>(&self, input: SpatialInput<P, Q>) -> SpatialJob<P, Q> {
@@ -307,6 +321,7 @@ impl SpatialJob {
             policy: self.policy,
             max_in_flight: self.max_in_flight,
             progress: self.progress,
+            log: self.log.clone(),
         }
     }
 }
@@ -328,6 +343,7 @@ impl<P: Clone + 'static, Q: Clone + 'static> SpatialJob<P, Q> {
             policy: PolicySpec::Swarm(DecisionSpec::Threshold(1.2)),
             max_in_flight: 4,
             progress: false,
+            log: None,
         }
     }
 
@@ -472,6 +488,7 @@ where
     run_gathered(
         cluster,
         move |worker| {
+            shared.log_to(worker);
             let mut input = InputHandle::new();
             let seen = Rc::new(RefCell::new((0u64, 0u64)));
             let sink = Rc::clone(&seen);
