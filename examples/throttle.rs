@@ -90,7 +90,7 @@ pub(crate) struct Args {
     #[arg(long)]
     quiet: bool,
     /// The throttle's decisions (timely log events), one JSON object a
-    /// line (with several processes, each writes FILE.<process>).
+    /// line (with several processes, process p writes FILE.p).
     #[arg(long)]
     log: Option<PathBuf>,
     #[command(flatten)]

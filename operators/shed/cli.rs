@@ -130,7 +130,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub report: Option<PathBuf>,
     /// The loops' decisions (timely log events), one JSON object a line
-    /// (with several processes, each writes FILE.<process>).
+    /// (with several processes, process p writes FILE.p).
     #[arg(long)]
     pub log: Option<PathBuf>,
 }

@@ -98,7 +98,7 @@ pub struct SpatialArgs {
     #[arg(long)]
     pub quiet: bool,
     /// The coordinator's decisions (timely log events), one JSON object a
-    /// line (with several processes, each writes FILE.<process>).
+    /// line (with several processes, process p writes FILE.p).
     #[arg(long)]
     pub log: Option<PathBuf>,
 }
