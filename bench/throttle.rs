@@ -140,21 +140,22 @@ fn unlimited_table(workers: &[usize], targets: &[u32], readers: &[&str], runs: u
                         figure(r, |r| r.delay_ms.p99, 0).1,
                         figure(r, |r| r.delay_ms.max, 0).1,
                         if mine { format!("{ratio:.3}") } else { String::new() },
-                        if mine {
-                            if holds {
-                                "yes"
-                            } else {
-                                "**no**"
-                            }
-                        } else {
-                            ""
-                        },
+                        verdict(mine, holds),
                     );
                 }
             }
         }
     }
     println!();
+}
+
+/// The "holds" cell: the throttle's row says whether it holds; the others' are empty.
+fn verdict(throttle: bool, holds: bool) -> &'static str {
+    match (throttle, holds) {
+        (false, _) => "",
+        (true, true) => "yes",
+        (true, false) => "**no**",
+    }
 }
 
 fn flags(text: &str) -> Vec<String> {
@@ -229,15 +230,7 @@ fn main() {
                     } else {
                         "never".into()
                     },
-                    if name == "throttle" {
-                        if holds {
-                            "yes"
-                        } else {
-                            "**no**"
-                        }
-                    } else {
-                        ""
-                    },
+                    verdict(name == "throttle", holds),
                 );
             }
         }
@@ -277,15 +270,7 @@ fn main() {
                         } else {
                             String::new()
                         },
-                        if mine {
-                            if holds {
-                                "yes"
-                            } else {
-                                "**no**"
-                            }
-                        } else {
-                            ""
-                        },
+                        verdict(mine, holds),
                     );
                 }
             }
