@@ -178,10 +178,7 @@ pub(crate) fn execute(args: Args) -> Result<Option<Report>, Error> {
     cluster.agree("--readers", args.readers);
     cluster.agree("--batch", args.batch);
     cluster.agree("--arrival-rate", args.arrival_rate);
-    let log = match &args.log {
-        Some(path) => Some(LogFile::create(path, cluster.process, cluster.processes)?),
-        None => None,
-    };
+    let log = LogFile::for_flag(args.log.as_deref(), &cluster)?;
     let (shared, workers) = (args.clone(), cluster.total_workers());
     run_gathered(
         &cluster,

@@ -11,6 +11,7 @@ use serde::Serialize;
 use timely::container::CapacityContainerBuilder;
 use timely::worker::Worker;
 
+use super::cluster::ClusterArgs;
 use super::error::Error;
 
 /// A file the workers of this process log to. Clones share it.
@@ -37,10 +38,16 @@ struct Line<'a, E> {
 }
 
 impl LogFile {
+    /// The file of a `--log` flag, if given, for this process of `cluster`.
+    pub fn for_flag(path: Option<&Path>, cluster: &ClusterArgs) -> Result<Option<Self>, Error> {
+        path.map(|path| LogFile::create(path, cluster.process, cluster.processes))
+            .transpose()
+    }
+
     /// Creates `path` for process `process` of `processes` (with several,
     /// each writes `path.<process>`, so that processes on one machine do
     /// not write over each other).
-    pub fn create(path: &Path, process: usize, processes: usize) -> Result<Self, Error> {
+    fn create(path: &Path, process: usize, processes: usize) -> Result<Self, Error> {
         let path = if processes > 1 {
             let mut name = path.as_os_str().to_owned();
             name.push(format!(".{process}"));

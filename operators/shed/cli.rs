@@ -205,9 +205,7 @@ impl RunArgs {
         if let Some(text) = &self.cost_step {
             job.cost_step = Some(text.parse::<CostStep>()?);
         }
-        if let Some(path) = &self.log {
-            job.log = Some(LogFile::create(path, c.cluster.process, c.cluster.processes)?);
-        }
+        job.log = LogFile::for_flag(self.log.as_deref(), &c.cluster)?;
         job.check()?;
         // What the processes of a cluster must agree on to run one experiment.
         let mut cluster = c.cluster.clone();

@@ -152,10 +152,7 @@ impl SpatialArgs {
             policy,
             max_in_flight: args.max_in_flight,
             progress: !args.quiet,
-            log: match &args.log {
-                Some(path) => Some(LogFile::create(path, args.cluster.process, args.cluster.processes)?),
-                None => None,
-            },
+            log: LogFile::for_flag(args.log.as_deref(), &args.cluster)?,
         };
         // What the processes of a cluster must agree on to run one experiment.
         let mut cluster = args.cluster.clone();
