@@ -5,7 +5,10 @@
 //! cost from PKG's choice.
 //!
 //! `cargo bench --bench pact_overhead -- [--records N] [--rounds R] [--distinct K] [--workers 1,2,4] [--slack S]
-//! [--pacts exchange,key,pkg,dchoices,wchoices,pkg-slack] [--receivers count,per-key]`
+//! [--pacts exchange,key,pkg,dchoices,wchoices,pkg-slack] [--receivers count,per-key] [--listen]`
+//!
+//! `--listen` registers a logger for the pacts' events (which drops them):
+//! without it nobody listens, as in a program that does not ask.
 //!
 //! `--pacts` and `--receivers` run part of the table (the rest shows `-`),
 //! so that a comparison of a few pacts can afford many rounds.
@@ -25,7 +28,7 @@ use std::time::Instant;
 use clap::Parser;
 use equipoise::common::hash::{key_hash, splitmix64};
 use equipoise::common::median::spread;
-use equipoise::pkg::{Grouped, KeyGrouping, PartialKeyGrouping};
+use equipoise::pkg::{Grouped, KeyGrouping, PartialKeyGrouping, PkgEventBuilder, LOG_NAME};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, ParallelizationContract};
 use timely::dataflow::operators::generic::Operator;
@@ -59,6 +62,10 @@ struct Args {
     /// Receivers to run, comma-separated (default: both).
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Receiver::Count, Receiver::CountPerKey])]
     receivers: Vec<Receiver>,
+    /// Registers a logger for the pacts' events (`equipoise/pkg`, one a
+    /// second per pact and worker) that drops them: the cost of listening.
+    #[arg(long)]
+    listen: bool,
     /// cargo bench passes --bench; accepted and ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -128,9 +135,17 @@ fn measure(pact: Pact, setup: Setup, args: &Args) -> f64 {
         receiver,
         workers,
     } = setup;
-    let (records, batch, distinct, slack) = (args.records, args.batch, args.distinct, args.slack);
+    let (records, batch, distinct, slack, listen) = (args.records, args.batch, args.distinct, args.slack, args.listen);
     let elapsed = timely::execute(timely::Config::process(workers), move |worker| {
         let (index, peers) = (worker.index() as u64, worker.peers() as u64);
+        if listen {
+            let mut registry = worker.log_register().expect("timely's workers have a log registry");
+            registry.insert::<PkgEventBuilder, _>(LOG_NAME, |_time, batch| {
+                if let Some(batch) = batch {
+                    batch.clear();
+                }
+            });
+        }
         let mut input = InputHandle::new();
         let probe = worker.dataflow::<u64, _, _>(|scope| {
             let stream = scope.input_from(&mut input);
@@ -237,8 +252,15 @@ fn main() {
     }
     let mut samples = runs.into_iter().zip(samples);
     println!(
-        "pact overhead: {} records per run, keys uniform over {}, {} rounds; Mrec/s median [min, max]",
-        args.records, args.distinct, args.rounds
+        "pact overhead: {} records per run, keys uniform over {}, {} rounds{}; Mrec/s median [min, max]",
+        args.records,
+        args.distinct,
+        args.rounds,
+        if args.listen {
+            ", the pacts' log listened to"
+        } else {
+            ""
+        }
     );
     println!(
         "| receiver | key function | workers | Exchange | PKG | PKG / Exchange (medians) | key grouping | key grouping / Exchange | D-Choices | D-Choices / PKG | W-Choices | W-Choices / PKG | PKG (slack {}) | PKG (slack) / Exchange |",

@@ -66,18 +66,15 @@ fn main() {
         for offset in 0..configs.len() {
             let index = (offset + round) % configs.len();
             let (workers, grouping, slack) = configs[index];
+            let source = KeySource::Synthetic {
+                sampler: Arc::clone(&sampler),
+                records: args.records,
+            };
             let config = WordcountConfig {
-                grouping,
                 slack,
-                source: KeySource::Synthetic {
-                    sampler: Arc::clone(&sampler),
-                    records: args.records,
-                },
                 batch: args.batch,
                 work: Duration::from_secs_f64(args.work_us / 1e6),
-                top: 10,
-                max_in_flight: 2,
-                progress: false,
+                ..WordcountConfig::new(grouping, source)
             };
             let report = run_wordcount(config, &ClusterArgs::threads(workers)).unwrap().unwrap();
             runs[index].push(report);

@@ -24,9 +24,10 @@ use equipoise::common::cluster::ClusterArgs;
 use equipoise::common::driver::run_gathered;
 use equipoise::common::hash::splitmix64;
 use equipoise::common::keys::{KeySampler, KeySpec};
+use equipoise::common::log_file::LogFile;
 use equipoise::common::program::write_report;
 use equipoise::common::Error;
-use equipoise::pkg::{key_hash, PkgCountCollection, Scheme};
+use equipoise::pkg::{key_hash, PkgCountCollection, PkgEvent, Scheme, LOG_NAME};
 use serde::{Deserialize, Serialize};
 use timely::dataflow::operators::Probe;
 use timely::dataflow::ProbeHandle;
@@ -71,6 +72,12 @@ struct Args {
     /// No summary on stdout.
     #[arg(long)]
     quiet: bool,
+    /// With `--grouping`, the pact's decisions (timely log events: per
+    /// second, the updates sent to each worker and the imbalance;
+    /// D-/W-Choices' head changes), one JSON object a line (with several
+    /// processes, process p writes FILE.p).
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
 }
 
 /// What one worker saw.
@@ -123,12 +130,17 @@ fn run(args: Args) -> Result<(), Error> {
     cluster.agree("--inserts", args.inserts);
     cluster.agree("--window", args.window);
     cluster.agree("--seed", args.seed);
+    let log = LogFile::for_flag(args.log.as_deref(), &cluster)?;
     let sampler = Arc::new(KeySampler::new(&args.keys, args.seed));
     let (grouping, slack, epochs, inserts, window) =
         (args.grouping, args.slack, args.epochs, args.inserts, args.window);
 
     let job = move |worker: &mut timely::worker::Worker| {
         let (index, peers) = (worker.index() as u64, worker.peers() as u64);
+        // Before the dataflow is built: the pact looks its logger up then.
+        if let Some(log) = &log {
+            log.register::<PkgEvent>(worker, LOG_NAME);
+        }
         let digest = std::rc::Rc::new(std::cell::Cell::new(0u64));
         let probe = ProbeHandle::new();
         let mut input = worker.dataflow::<u64, _, _>(|scope| {

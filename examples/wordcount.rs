@@ -15,6 +15,7 @@ use clap::Parser;
 use equipoise::common::cluster::ClusterArgs;
 use equipoise::common::keys::{KeySampler, KeySpec};
 use equipoise::common::lines::{read_key_lines, OnError};
+use equipoise::common::log_file::LogFile;
 use equipoise::common::program::{check_work_us, write_report};
 use equipoise::common::Error;
 use equipoise::pkg::wordcount::{run_wordcount, KeySource, WordcountConfig, WordcountReport};
@@ -68,6 +69,12 @@ struct Args {
     /// No progress lines on stderr.
     #[arg(long)]
     quiet: bool,
+    /// The pact's decisions (timely log events: per second, the records
+    /// sent to each worker and the imbalance; D-/W-Choices' head changes),
+    /// one JSON object a line (with several processes, process p writes
+    /// FILE.p).
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -84,16 +91,6 @@ fn run(args: Args) -> Result<(), Error> {
             records: args.records,
         },
     };
-    let config = WordcountConfig {
-        grouping: args.grouping,
-        slack: args.slack,
-        source,
-        batch: args.batch,
-        work,
-        top: args.top,
-        max_in_flight: args.max_in_flight,
-        progress: !args.quiet,
-    };
     // What the processes of a cluster must agree on to count the same stream.
     let mut cluster = args.cluster.clone();
     cluster.agree("--grouping", args.grouping);
@@ -103,6 +100,17 @@ fn run(args: Args) -> Result<(), Error> {
     cluster.agree("--records", args.records);
     cluster.agree("--batch", args.batch);
     cluster.agree("--seed", args.seed);
+    let config = WordcountConfig {
+        grouping: args.grouping,
+        slack: args.slack,
+        source,
+        batch: args.batch,
+        work,
+        top: args.top,
+        max_in_flight: args.max_in_flight,
+        progress: !args.quiet,
+        log: LogFile::for_flag(args.log.as_deref(), &cluster)?,
+    };
     if let Some(report) = run_wordcount(config, &cluster)? {
         print_summary(&report);
         if let Some(path) = &args.report {

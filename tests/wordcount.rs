@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use equipoise::common::cluster::ClusterArgs;
 use equipoise::common::keys::{KeySampler, KeySpec};
@@ -25,14 +24,9 @@ fn synthetic(records: u64) -> KeySource {
 
 fn config(grouping: Scheme, source: KeySource) -> WordcountConfig {
     WordcountConfig {
-        grouping,
-        slack: 0,
-        source,
         batch: 1000,
-        work: Duration::ZERO,
         top: 5,
-        max_in_flight: 2,
-        progress: false,
+        ..WordcountConfig::new(grouping, source)
     }
 }
 

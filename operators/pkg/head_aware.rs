@@ -9,6 +9,7 @@
 use crate::common::hash::splitmix64;
 
 use super::candidates::{choices, least_loaded, LeastLoaded};
+use super::events::HeadKey;
 use super::head_index::HeadIndex;
 use super::head_shape::{default_threshold, head_choices, HeadShape};
 use super::partial_key::{Pkg, PkgRouter};
@@ -139,6 +140,8 @@ pub struct HeadAwareRouter {
     // bookkeeping most messages do is to count this down.
     span: u64,
     until_event: u64,
+    // Bumped at every change of the head table, for the pacts' log.
+    version: u64,
 }
 
 impl HeadAwareRouter {
@@ -290,6 +293,7 @@ impl HeadAwareRouter {
     }
 
     fn reindex(&mut self) {
+        self.version += 1;
         self.index.rebuild(self.heads.iter().enumerate().map(|(place, head)| {
             let anywhere = if head.candidates.is_empty() { ANYWHERE } else { 0 };
             (head.key, place as u32 | anywhere)
@@ -329,6 +333,7 @@ impl Grouping for HeadAware {
             gaps: splitmix64(sender as u64),
             span: 1,
             until_event: 1,
+            version: 0,
         }
     }
 }
@@ -355,6 +360,23 @@ impl Router for HeadAwareRouter {
             return records.for_each(|(key, cost, item)| sink(self.route_wide(key, cost), item));
         }
         self.tail.route_each(records, sink);
+    }
+
+    fn head_version(&self) -> u64 {
+        self.version
+    }
+
+    fn head(&self) -> (usize, Vec<HeadKey>) {
+        let peers = self.tail.loads.len();
+        let keys = self.heads.iter().map(|head| HeadKey {
+            key: head.key,
+            workers: if head.candidates.is_empty() {
+                peers
+            } else {
+                head.candidates.len()
+            },
+        });
+        (self.head_choices(), keys.collect())
     }
 }
 

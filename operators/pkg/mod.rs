@@ -10,6 +10,7 @@ mod aggregate;
 mod candidates;
 #[cfg(feature = "differential")]
 mod differential;
+mod events;
 mod head_aware;
 mod head_index;
 mod head_shape;
@@ -31,6 +32,7 @@ pub use aggregate::{Aggregate, AggregationKey, MergePartials, PkgCount};
 pub use candidates::two_choices;
 #[cfg(feature = "differential")]
 pub use differential::PkgCountCollection;
+pub use events::{HeadKey, PkgEvent, PkgEventBuilder, DEFAULT_LOG_PERIOD, LOG_NAME};
 pub use head_aware::{HeadAware, HeadAwareRouter, HeadSpread, DEFAULT_SAMPLING, DEFAULT_SKETCH};
 pub use head_shape::{head_choices, HeadShape};
 pub use key::{Key, KeyRouter};

@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::rc::Rc;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use timely::communication::{Pull, Push};
@@ -15,6 +16,7 @@ use timely::logging::TimelyLogger;
 use timely::progress::Timestamp;
 use timely::worker::Worker;
 
+use super::events::{PactLog, PkgEventBuilder, DEFAULT_LOG_PERIOD, LOG_NAME};
 use super::head_aware::HeadAware;
 use super::key::Key;
 use super::partial_key::Pkg;
@@ -74,6 +76,7 @@ pub struct Grouped<G, D, F> {
     key: F,
     cost: Option<CostFn<D>>,
     counts: SendCounts,
+    log_period: Duration,
     _data: PhantomData<D>,
 }
 
@@ -166,6 +169,7 @@ impl<G: Grouping, D, F: FnMut(&D) -> u64> Grouped<G, D, F> {
             key,
             cost: None,
             counts: SendCounts::default(),
+            log_period: DEFAULT_LOG_PERIOD,
             _data: PhantomData,
         }
     }
@@ -179,6 +183,14 @@ impl<G: Grouping, D, F: FnMut(&D) -> u64> Grouped<G, D, F> {
     /// A handle on the per-destination send counts of this worker.
     pub fn send_counts(&self) -> SendCounts {
         self.counts.clone()
+    }
+
+    /// How often the pact logs what it sent (a
+    /// [`PkgEvent::Period`](super::PkgEvent::Period)), when a logger is
+    /// registered under [`LOG_NAME`](super::LOG_NAME); default 1 s.
+    pub fn with_log_period(mut self, period: Duration) -> Self {
+        self.log_period = period;
+        self
     }
 }
 
@@ -204,6 +216,11 @@ where
     ) -> (Self::Pusher, Self::Puller) {
         let peers = worker.peers();
         *self.counts.0.borrow_mut() = vec![0; peers];
+        let log = worker
+            .logger_for::<PkgEventBuilder>(LOG_NAME)
+            .map(|logger| PactLog::new(logger, worker.index(), identifier, self.log_period, self.counts.clone()));
+        // With one worker the distributor is never called: the pusher logs.
+        let (distributor_log, pusher_log) = if peers == 1 { (None, log) } else { (log, None) };
         let distributor = RoutingDistributor {
             router: self.grouping.router(peers, worker.index()),
             key: self.key,
@@ -212,6 +229,7 @@ where
             buffers: (0..peers).map(|_| Vec::new()).collect(),
             sent: vec![0; peers],
             counts: self.counts.clone(),
+            log: distributor_log,
         };
         // Timely's exchange keeps the stamps, flushes and closes; the
         // distributor only routes.
@@ -220,6 +238,7 @@ where
         let pusher = GroupedPusher {
             exchange,
             single: (peers == 1).then_some(self.counts),
+            log: pusher_log,
         };
         (pusher, puller)
     }
@@ -232,6 +251,7 @@ pub struct GroupedPusher<T, D, R, F> {
     // With one worker timely's exchange passes batches through unrouted:
     // count them here.
     single: Option<SendCounts>,
+    log: Option<PactLog>,
 }
 
 impl<T, D, R, F> Push<Message<T, Vec<D>>> for GroupedPusher<T, D, R, F>
@@ -245,6 +265,11 @@ where
             counts.0.borrow_mut()[0] += message.data.len() as u64;
         }
         self.exchange.push(message);
+        if let Some(log) = &mut self.log {
+            if log.due() {
+                log.log_period();
+            }
+        }
     }
 }
 
@@ -259,6 +284,7 @@ struct RoutingDistributor<D, R, F> {
     buffers: Vec<Vec<D>>,
     sent: Vec<u64>,
     counts: SendCounts,
+    log: Option<PactLog>,
 }
 
 impl<D, R: Router, F: FnMut(&D) -> u64> Distributor<Vec<D>> for RoutingDistributor<D, R, F> {
@@ -300,6 +326,12 @@ impl<D, R: Router, F: FnMut(&D) -> u64> Distributor<Vec<D>> for RoutingDistribut
             .map(|(sent, buffer)| sent + buffer.len() as u64);
         for (count, routed) in self.counts.0.borrow_mut().iter_mut().zip(routed) {
             *count = routed;
+        }
+        if let Some(log) = &mut self.log {
+            if log.due() {
+                log.head(&self.router);
+                log.log_period();
+            }
         }
     }
 

@@ -7,6 +7,7 @@ use std::str::FromStr;
 
 use crate::common::Error;
 
+use super::events::HeadKey;
 use super::head_aware::{HeadAware, HeadAwareRouter};
 use super::key::{Key, KeyRouter};
 use super::partial_key::{Pkg, PkgRouter};
@@ -47,6 +48,18 @@ pub trait Router {
         for (key, cost, item) in records {
             sink(self.route(key, cost), item);
         }
+    }
+
+    /// A number that changes whenever the keys this router spreads wider
+    /// than PKG's two workers change (default: 0, none ever).
+    fn head_version(&self) -> u64 {
+        0
+    }
+
+    /// The number of workers head keys get, and the head keys (default:
+    /// none).
+    fn head(&self) -> (usize, Vec<HeadKey>) {
+        (2, Vec::new())
     }
 }
 
@@ -190,6 +203,20 @@ impl Router for SchemeRouter {
             SchemeRouter::Potc(router) => router.route_each(records, sink),
             SchemeRouter::Pkg(router) => router.route_each(records, sink),
             SchemeRouter::HeadAware(router) => router.route_each(records, sink),
+        }
+    }
+
+    fn head_version(&self) -> u64 {
+        match self {
+            SchemeRouter::HeadAware(router) => router.head_version(),
+            _ => 0,
+        }
+    }
+
+    fn head(&self) -> (usize, Vec<HeadKey>) {
+        match self {
+            SchemeRouter::HeadAware(router) => router.head(),
+            _ => (2, Vec::new()),
         }
     }
 }

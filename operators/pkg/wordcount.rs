@@ -24,9 +24,11 @@ use crate::common::hash::{fnv1a64, key_hash, splitmix64};
 use crate::common::keys::{key_name, KeySampler};
 use crate::common::latency::LatencySummary;
 use crate::common::lines::KeyLines;
+use crate::common::log_file::LogFile;
 use crate::common::Error;
 
 use super::aggregate::{Aggregate, MergePartials};
+use super::events::{PkgEvent, LOG_NAME};
 use super::pact::Grouped;
 use super::router::Scheme;
 use super::top_k::TopK;
@@ -90,6 +92,9 @@ pub struct WordcountConfig {
     pub max_in_flight: u64,
     /// Print a progress line to stderr about once a second.
     pub progress: bool,
+    /// Where the pact's decisions (timely log events, `equipoise/pkg`)
+    /// go, one JSON object a line; `None`: nowhere.
+    pub log: Option<LogFile>,
 }
 
 impl WordcountConfig {
@@ -106,6 +111,7 @@ impl WordcountConfig {
             top: 10,
             max_in_flight: 2,
             progress: false,
+            log: None,
         }
     }
 }
@@ -202,6 +208,10 @@ pub fn run_wordcount(config: WordcountConfig, cluster: &ClusterArgs) -> Result<O
 }
 
 fn run_worker(worker: &mut timely::worker::Worker, config: &WordcountConfig) -> WorkerFigures {
+    // Before the dataflow is built: the pact looks its logger up then.
+    if let Some(log) = &config.log {
+        log.register::<PkgEvent>(worker, LOG_NAME);
+    }
     let (index, peers) = (worker.index(), worker.peers());
     let received = Rc::new(Cell::new(0u64));
     let busy_ns = Rc::new(Cell::new(0u64));
