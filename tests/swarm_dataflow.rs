@@ -487,6 +487,8 @@ fn the_coordinators_decisions_are_logged_to_timely_logging() {
     };
     let result = Arc::new(Mutex::new(None));
     let slot = Arc::clone(&result);
+    let moved_by_worker = Arc::new(Mutex::new(Vec::new()));
+    let moved = Arc::clone(&moved_by_worker);
     timely::execute(timely::Config::process(2), move |worker| {
         let events: Rc<RefCell<Vec<SwarmEvent>>> = Rc::default();
         let sink = Rc::clone(&events);
@@ -509,14 +511,35 @@ fn the_coordinators_decisions_are_logged_to_timely_logging() {
         });
         job.feed(worker, input, &handles.probe, &handles);
         worker.log_register().unwrap().flush();
+        // Every worker logs the partitions it sent away, as its figures count them.
+        let figures = handles.figures.borrow().clone();
+        let mut events = events.take();
+        let migrated: Vec<u64> = events
+            .iter()
+            .filter_map(|event| match event {
+                SwarmEvent::Migrated { from, to, bytes, .. } => {
+                    assert!(*from == worker.index() && *to != *from && *to < 2, "{event:?}");
+                    Some(*bytes)
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(migrated.len() as u64, figures.partitions_moved);
+        assert_eq!(migrated.iter().sum::<u64>(), figures.bytes_moved);
+        events.retain(|event| !matches!(event, SwarmEvent::Migrated { .. }));
+        moved.lock().unwrap().push(figures.partitions_moved);
         if worker.index() == 0 {
-            *slot.lock().unwrap() = Some((handles.orders.borrow().clone(), events.take()));
+            *slot.lock().unwrap() = Some((handles.orders.borrow().clone(), events));
         } else {
             // The coordinator runs on worker 0 alone.
-            assert!(events.borrow().is_empty());
+            assert!(events.is_empty());
         }
     })
     .unwrap();
+    assert!(
+        moved_by_worker.lock().unwrap().iter().sum::<u64>() > 0,
+        "some partition changed owner"
+    );
     let (orders, events) = result.lock().unwrap().take().unwrap();
     let count = |f: &dyn Fn(&SwarmEvent) -> bool| events.iter().filter(|e| f(e)).count() as u64;
     let rounds = count(&|e| matches!(e, SwarmEvent::Round { loads, .. } if loads.len() == 2));

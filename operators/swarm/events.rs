@@ -1,8 +1,9 @@
 //! What SWARM's coordinator decides, as timely log events: a program
 //! registers a logger under [`LOG_NAME`] with `worker.log_register()`
 //! before building its dataflow, and worker 0 (where the coordinator runs)
-//! logs each round's loads and each change to the plan. Nobody listening
-//! costs nothing: the coordinator looks its logger up once, when built.
+//! logs each round's loads and each change to the plan; each worker logs
+//! the partitions it sends away, with their bytes. Nobody listening costs
+//! nothing: the loggers are looked up once, when the operator is built.
 
 use std::time::Duration;
 
@@ -10,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use timely::container::CapacityContainerBuilder;
 
 use super::cost::WorkerLoad;
+use super::ids::PartitionId;
 use super::index::PlanChange;
 
 /// The name the coordinator logs under.
@@ -36,5 +38,21 @@ pub enum SwarmEvent {
         effective: u64,
         /// What changed.
         change: PlanChange,
+    },
+    /// A partition's state left this worker for its new owner (logged by
+    /// the worker that sent it, at a move, or a split or merge whose part
+    /// changes owner).
+    Migrated {
+        /// The partition.
+        id: PartitionId,
+        /// The worker that sent it.
+        from: usize,
+        /// The worker that receives it.
+        to: usize,
+        /// The epoch from which its new owner holds it.
+        effective: u64,
+        /// What moved: the application's `moved_bytes` and the
+        /// partition's statistics.
+        bytes: u64,
     },
 }

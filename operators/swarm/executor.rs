@@ -9,6 +9,7 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
+use timely::logging_core::Logger;
 
 use crate::common::busy_work::BusyWork;
 use crate::common::Error;
@@ -17,6 +18,7 @@ use super::app::PartitionState;
 use super::coordinator::{ReductionAsk, RoundReport};
 use super::cost::CostModel;
 use super::dispatch::{Dispatched, DispatchedTo};
+use super::events::{SwarmEvent, SwarmEventBuilder};
 use super::ids::PartitionId;
 use super::index::PlanChange;
 use super::plan::PlanUpdate;
@@ -68,6 +70,7 @@ pub(crate) struct Executor<S, M> {
     work: BusyWork,
     // Shared with the program's handles, so nothing is copied per epoch.
     figures: Rc<RefCell<ExecutorFigures>>,
+    logger: Option<Logger<SwarmEventBuilder>>,
 }
 
 impl<S: PartitionState, M: CostModel> Executor<S, M> {
@@ -95,7 +98,13 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
             plans_locally,
             work,
             figures,
+            logger: None,
         }
+    }
+
+    /// Logs each partition it sends away (a [`SwarmEvent::Migrated`]).
+    pub(crate) fn with_logger(self, logger: Option<Logger<SwarmEventBuilder>>) -> Self {
+        Executor { logger, ..self }
     }
 
     /// What it did so far.
@@ -202,11 +211,21 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
     ) -> Result<Vec<(usize, PartitionPacket<S>)>, Error> {
         let leaving = self.store.apply_update(update, time / self.round)?;
         let mut figures = self.figures.borrow_mut();
-        for (_, packet) in &leaving {
-            figures.partitions_moved += 1;
-            figures.bytes_moved += (packet.partition.state.moved_bytes()
+        for (to, packet) in &leaving {
+            let bytes = (packet.partition.state.moved_bytes()
                 + std::mem::size_of_val(packet.partition.stats.rows())
                 + std::mem::size_of_val(packet.partition.stats.cols())) as u64;
+            figures.partitions_moved += 1;
+            figures.bytes_moved += bytes;
+            if let Some(logger) = &self.logger {
+                logger.log(SwarmEvent::Migrated {
+                    id: packet.id,
+                    from: self.store.me(),
+                    to: *to,
+                    effective: time + 1,
+                    bytes,
+                });
+            }
         }
         figures.partitions_held = self.store.partitions().len() as u64;
         Ok(leaving)

@@ -251,15 +251,18 @@ impl<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone> Swarm<'scope, P, 
         // Workers mint from `workers + 1` disjoint sequences, the coordinator from the last.
         let store = Store::<S>::new(me, initial.clone(), IdMint::new(base, me, workers + 1));
         let figures = Rc::new(RefCell::new(ExecutorFigures::default()));
-        let executor = Rc::new(RefCell::new(Executor::new(
-            store,
-            config.cost.clone(),
-            (round, config.merge_every),
-            config.split_gain,
-            !matches!(policy, Policy::Static),
-            config.work_per_check,
-            Rc::clone(&figures),
-        )));
+        let executor = Rc::new(RefCell::new(
+            Executor::new(
+                store,
+                config.cost.clone(),
+                (round, config.merge_every),
+                config.split_gain,
+                !matches!(policy, Policy::Static),
+                config.work_per_check,
+                Rc::clone(&figures),
+            )
+            .with_logger(scope.worker().logger_for::<SwarmEventBuilder>(LOG_NAME)),
+        ));
         let coordinator = Coordinator::new(
             policy,
             initial.clone(),
