@@ -21,9 +21,9 @@ use clap::Parser;
 use differential_dataflow::input::Input;
 use differential_dataflow::VecCollection;
 use equipoise::common::hash::{key_hash, splitmix64};
-use equipoise::common::keys::{KeySampler, KeySpec};
-use equipoise::common::median::spread;
 use equipoise::pkg::PkgCountCollection;
+use equipoise_lab::common::keys::{KeySampler, KeySpec};
+use equipoise_lab::common::median::spread;
 use timely::dataflow::operators::Probe;
 
 #[derive(Parser, Debug)]

@@ -27,8 +27,8 @@ use std::time::Instant;
 
 use clap::Parser;
 use equipoise::common::hash::{key_hash, splitmix64};
-use equipoise::common::median::spread;
 use equipoise::pkg::{Grouped, KeyGrouping, PartialKeyGrouping, PkgEventBuilder, LOG_NAME};
+use equipoise_lab::common::median::spread;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, ParallelizationContract};
 use timely::dataflow::operators::generic::Operator;

@@ -16,12 +16,12 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Parser;
-use equipoise::common::keys::{KeySampler, KeySpec};
-use equipoise::common::lines::OnError;
-use equipoise::common::program::write_report;
 use equipoise::common::Error;
-use equipoise::pkg::sim::plot::{write_panels, Panel};
-use equipoise::pkg::sim::{replay, Dataset, SimScheme, Split};
+use equipoise_lab::common::keys::{KeySampler, KeySpec};
+use equipoise_lab::common::lines::OnError;
+use equipoise_lab::common::program::write_report;
+use equipoise_lab::pkg::sim::plot::{write_panels, Panel};
+use equipoise_lab::pkg::sim::{replay, Dataset, SimScheme, Split};
 use serde::Serialize;
 
 #[derive(Parser, Debug)]

@@ -13,10 +13,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use equipoise::common::median::spread;
-use equipoise::shed::job::{run_shedding, ControllerSpec, ShedJob, ShedReport};
-use equipoise::shed::scenario::{scenarios, Scenario};
 use equipoise::shed::{nominal_pi, NOMINAL_POLES};
+use equipoise_lab::common::median::spread;
+use equipoise_lab::shed::job::{run_shedding, ControllerSpec, ShedJob, ShedReport};
+use equipoise_lab::shed::scenario::{scenarios, Scenario};
 
 #[derive(Parser, Debug)]
 struct Args {

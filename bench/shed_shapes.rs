@@ -19,11 +19,11 @@
 //! each other.
 
 use clap::Parser;
-use equipoise::common::median::spread;
-use equipoise::shed::job::{run_shedding, ControllerSpec, ShedJob, ShedReport};
-use equipoise::shed::profile::Profile;
-use equipoise::shed::readers::Readers;
 use equipoise::shed::{nominal_pi, NOMINAL_POLES};
+use equipoise_lab::common::median::spread;
+use equipoise_lab::shed::job::{run_shedding, ControllerSpec, ShedJob, ShedReport};
+use equipoise_lab::shed::profile::Profile;
+use equipoise_lab::shed::readers::Readers;
 
 #[derive(Parser, Debug)]
 struct Args {

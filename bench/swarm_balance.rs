@@ -13,13 +13,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use equipoise::common::cluster::ClusterArgs;
-use equipoise::common::median::{median_by, spread};
-use equipoise::swarm::input::SpatialInput;
-use equipoise::swarm::job::{run_spatial, DecisionSpec, PolicySpec, SpatialJob, SpatialReport};
-use equipoise::swarm::workload::{Clustered, Hotspots};
 use equipoise::swarm::RangeQueries;
 use equipoise::swarm::{Grid, Rect};
+use equipoise_lab::common::cluster::ClusterArgs;
+use equipoise_lab::common::median::{median_by, spread};
+use equipoise_lab::swarm::input::SpatialInput;
+use equipoise_lab::swarm::job::{run_spatial, DecisionSpec, PolicySpec, SpatialJob, SpatialReport};
+use equipoise_lab::swarm::workload::{Clustered, Hotspots};
 
 #[derive(Parser, Debug)]
 struct Args {

@@ -10,7 +10,6 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use clap::Parser;
-use equipoise::common::median::median_by;
 use equipoise::swarm::random_change;
 use equipoise::swarm::IdMint;
 use equipoise::swarm::PartitionStats;
@@ -18,6 +17,7 @@ use equipoise::swarm::{best_line, best_line_exhaustive};
 use equipoise::swarm::{normalized, CostModel, RangeQueryCost};
 use equipoise::swarm::{Axis, GlobalIndex};
 use equipoise::swarm::{Cell, CellRect, Grid, OutOfBounds, Rect};
+use equipoise_lab::common::median::median_by;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 

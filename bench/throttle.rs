@@ -25,7 +25,7 @@
 //! in turn), with the range.
 
 use clap::Parser;
-use equipoise::common::median::spread;
+use equipoise_lab::common::median::spread;
 
 #[path = "../examples/throttle.rs"]
 #[allow(dead_code)]

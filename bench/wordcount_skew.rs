@@ -12,11 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use equipoise::common::cluster::ClusterArgs;
-use equipoise::common::keys::{KeySampler, KeySpec};
-use equipoise::common::median::median_by;
-use equipoise::pkg::wordcount::{comparison_table, run_wordcount, KeySource, WordcountConfig, WordcountReport};
 use equipoise::pkg::Scheme;
+use equipoise_lab::common::cluster::ClusterArgs;
+use equipoise_lab::common::keys::{KeySampler, KeySpec};
+use equipoise_lab::common::median::median_by;
+use equipoise_lab::pkg::wordcount::{comparison_table, run_wordcount, KeySource, WordcountConfig, WordcountReport};
 
 #[derive(Parser, Debug)]
 struct Args {

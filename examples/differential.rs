@@ -20,14 +20,14 @@ use std::time::Instant;
 
 use clap::Parser;
 use differential_dataflow::input::Input;
-use equipoise::common::cluster::ClusterArgs;
-use equipoise::common::driver::run_gathered;
 use equipoise::common::hash::splitmix64;
-use equipoise::common::keys::{KeySampler, KeySpec};
-use equipoise::common::log_file::LogFile;
-use equipoise::common::program::write_report;
 use equipoise::common::Error;
 use equipoise::pkg::{key_hash, PkgCountCollection, PkgEvent, Scheme, LOG_NAME};
+use equipoise_lab::common::cluster::ClusterArgs;
+use equipoise_lab::common::driver::run_gathered;
+use equipoise_lab::common::keys::{KeySampler, KeySpec};
+use equipoise_lab::common::log_file::LogFile;
+use equipoise_lab::common::program::write_report;
 use serde::{Deserialize, Serialize};
 use timely::dataflow::operators::Probe;
 use timely::dataflow::ProbeHandle;
@@ -108,8 +108,8 @@ struct Report {
 }
 
 fn main() -> ExitCode {
-    equipoise::common::program::exit_quietly_on_closed_stdout();
-    equipoise::common::program::exit_code("differential", run(Args::parse()))
+    equipoise_lab::common::program::exit_quietly_on_closed_stdout();
+    equipoise_lab::common::program::exit_code("differential", run(Args::parse()))
 }
 
 fn run(args: Args) -> Result<(), Error> {

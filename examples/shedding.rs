@@ -17,20 +17,20 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use equipoise::common::Error;
-use equipoise::shed::cli::{RunArgs, ShedArgs, ShedCommand};
-use equipoise::shed::job::{run_shedding_with, Record, ShedJob, WorkerFigures, PROCESSING_SLICE};
 use equipoise::shed::{Deadline, ShedLoop, TimeSliced};
+use equipoise_lab::shed::cli::{RunArgs, ShedArgs, ShedCommand};
+use equipoise_lab::shed::job::{run_shedding_with, Record, ShedJob, WorkerFigures, PROCESSING_SLICE};
 use timely::dataflow::operators::{Exchange, Input, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::worker::Worker;
 
 fn main() -> ExitCode {
-    equipoise::common::program::exit_quietly_on_closed_stdout();
+    equipoise_lab::common::program::exit_quietly_on_closed_stdout();
     let result = match ShedArgs::parse().command {
         ShedCommand::Run(args) => run(args),
         ShedCommand::Identify(args) => args.run(),
     };
-    equipoise::common::program::exit_code("shedding", result)
+    equipoise_lab::common::program::exit_code("shedding", result)
 }
 
 /// Runs the dataflow on every worker of the cluster; the process hosting

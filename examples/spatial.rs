@@ -23,13 +23,13 @@ use std::process::ExitCode;
 use std::rc::Rc;
 
 use clap::Parser;
-use equipoise::common::cluster::ClusterArgs;
-use equipoise::common::driver::run_gathered;
-use equipoise::common::program::write_report;
 use equipoise::common::Error;
-use equipoise::swarm::cli::{SpatialArgs, SpatialRun};
-use equipoise::swarm::job::{SpatialJob, SpatialReport, WorkerFigures};
 use equipoise::swarm::{Match, PartitionState, RangeQueries, SpatioTextual, Swarm};
+use equipoise_lab::common::cluster::ClusterArgs;
+use equipoise_lab::common::driver::run_gathered;
+use equipoise_lab::common::program::write_report;
+use equipoise_lab::swarm::cli::{SpatialArgs, SpatialRun};
+use equipoise_lab::swarm::job::{SpatialJob, SpatialReport, WorkerFigures};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::{Capability, Input, Operator, Probe};
@@ -38,8 +38,8 @@ use timely::worker::Worker;
 
 /// Continuous range queries over a point stream, balanced by SWARM.
 fn main() -> ExitCode {
-    equipoise::common::program::exit_quietly_on_closed_stdout();
-    equipoise::common::program::exit_code("spatial", main_with(SpatialArgs::parse()))
+    equipoise_lab::common::program::exit_quietly_on_closed_stdout();
+    equipoise_lab::common::program::exit_code("spatial", main_with(SpatialArgs::parse()))
 }
 
 fn main_with(args: SpatialArgs) -> Result<(), Error> {

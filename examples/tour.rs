@@ -18,17 +18,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use equipoise::common::cluster::ClusterArgs;
-use equipoise::common::keys::{KeySampler, KeySpec};
 use equipoise::common::Error;
-use equipoise::pkg::wordcount::{comparison_table, run_wordcount, KeySource, WordcountConfig};
 use equipoise::pkg::Scheme;
-use equipoise::shed::job::{run_shedding, ControllerSpec, ShedJob};
 use equipoise::shed::{nominal_pi, NOMINAL_POLES};
-use equipoise::swarm::job::{run_spatial, DecisionSpec, PolicySpec, SpatialJob};
-use equipoise::swarm::workload::Hotspots;
 use equipoise::swarm::RangeQueries;
 use equipoise::swarm::{Grid, Rect};
+use equipoise_lab::common::cluster::ClusterArgs;
+use equipoise_lab::common::keys::{KeySampler, KeySpec};
+use equipoise_lab::pkg::wordcount::{comparison_table, run_wordcount, KeySource, WordcountConfig};
+use equipoise_lab::shed::job::{run_shedding, ControllerSpec, ShedJob};
+use equipoise_lab::swarm::job::{run_spatial, DecisionSpec, PolicySpec, SpatialJob};
+use equipoise_lab::swarm::workload::Hotspots;
 
 /// The equipoise tour.
 #[derive(Parser, Debug)]
@@ -55,12 +55,12 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    equipoise::common::program::exit_quietly_on_closed_stdout();
+    equipoise_lab::common::program::exit_quietly_on_closed_stdout();
     let args = Args::parse();
     let tour = wordcount_part(&args)
         .and_then(|()| swarm_part(&args))
         .and_then(|()| shedding_part());
-    equipoise::common::program::exit_code("tour", tour)
+    equipoise_lab::common::program::exit_code("tour", tour)
 }
 
 fn wordcount_part(args: &Args) -> Result<(), Error> {
@@ -135,7 +135,7 @@ fn swarm_part(args: &Args) -> Result<(), Error> {
         };
         reports.extend(run_spatial::<RangeQueries>(job, &ClusterArgs::threads(args.workers))?);
     }
-    print!("{}", equipoise::swarm::cli::comparison_table(&reports));
+    print!("{}", equipoise_lab::swarm::cli::comparison_table(&reports));
     let (fixed, fine, swarm) = (&reports[0], &reports[1], &reports[2]);
     println!(
         "\n- SWARM: {:.2}x the points/s of one partition per worker and {:.2}x that of 64 blocks per worker, busiest worker {:.2}x the mean (static: {:.2}x and {:.2}x)",
@@ -178,6 +178,6 @@ fn shedding_part() -> Result<(), Error> {
         };
         reports.push(run_shedding(job, workers)?);
     }
-    print!("{}", equipoise::shed::cli::comparison_table(&reports));
+    print!("{}", equipoise_lab::shed::cli::comparison_table(&reports));
     Ok(())
 }

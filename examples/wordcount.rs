@@ -12,14 +12,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
-use equipoise::common::cluster::ClusterArgs;
-use equipoise::common::keys::{KeySampler, KeySpec};
-use equipoise::common::lines::{read_key_lines, OnError};
-use equipoise::common::log_file::LogFile;
-use equipoise::common::program::{check_work_us, write_report};
 use equipoise::common::Error;
-use equipoise::pkg::wordcount::{run_wordcount, KeySource, WordcountConfig, WordcountReport};
 use equipoise::pkg::Scheme;
+use equipoise_lab::common::cluster::ClusterArgs;
+use equipoise_lab::common::keys::{KeySampler, KeySpec};
+use equipoise_lab::common::lines::{read_key_lines, OnError};
+use equipoise_lab::common::log_file::LogFile;
+use equipoise_lab::common::program::{check_work_us, write_report};
+use equipoise_lab::pkg::wordcount::{run_wordcount, KeySource, WordcountConfig, WordcountReport};
 
 /// Word count over a skewed key stream, grouped by key, shuffle, PoTC or PKG.
 #[derive(Parser, Debug)]
@@ -78,8 +78,8 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    equipoise::common::program::exit_quietly_on_closed_stdout();
-    equipoise::common::program::exit_code("wordcount", run(Args::parse()))
+    equipoise_lab::common::program::exit_quietly_on_closed_stdout();
+    equipoise_lab::common::program::exit_code("wordcount", run(Args::parse()))
 }
 
 fn run(args: Args) -> Result<(), Error> {

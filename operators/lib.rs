@@ -18,9 +18,12 @@
 //! - [`shed`]: load shedding held at a delay target by a PI controller on the
 //!   frontier-measured delay, with identification and pole-placement design,
 //!   against the coarse algorithm.
-//! - [`common`]: deterministic hashing, errors, busy work; with the `lab`
-//!   feature (on by default), the experiment harness: cluster flags, job
-//!   driving and gathering, workload generators.
+//! - [`common`]: deterministic hashing, errors, busy work.
+//!
+//! Features: `differential` (on by default) adds PKG's count of a
+//! differential collection; `clap` derives `clap::ValueEnum` for the enums a
+//! command line picks from (`Scheme`, `Actuation`, `ShedMode`,
+//! `Prediction`).
 //!
 //! ```
 //! use timely::dataflow::operators::{ToStream, Inspect};

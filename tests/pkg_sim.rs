@@ -4,9 +4,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use equipoise::common::keys::KeySpec;
-use equipoise::pkg::sim::{replay, Dataset, SimScheme, Split};
 use equipoise::pkg::{Grouped, Scheme};
+use equipoise_lab::common::keys::KeySpec;
+use equipoise_lab::pkg::sim::{replay, Dataset, SimScheme, Split};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::Input;

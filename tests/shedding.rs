@@ -1,12 +1,12 @@
 //! The shedding example and job: no overload means no loss, overload is
 //! shed, and bad input is a clear error.
 
-use equipoise::shed::job::{run_shedding, ControllerSpec, ShedJob};
-use equipoise::shed::profile::Profile;
 use equipoise::shed::Actuation;
 use equipoise::shed::PiParams;
 use equipoise::shed::ShedMode;
 use equipoise::shed::{nominal_pi, NOMINAL_POLES};
+use equipoise_lab::shed::job::{run_shedding, ControllerSpec, ShedJob};
+use equipoise_lab::shed::profile::Profile;
 use support::{report, run_example, run_two_processes, scratch};
 
 mod support;

@@ -8,18 +8,18 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use equipoise::common::cluster::ClusterArgs;
-use equipoise::common::gather::gather_at_first_worker;
-use equipoise::swarm::input::SpatialInput;
-use equipoise::swarm::job::{
-    brute_force, brute_force_matches, run_spatial, DecisionSpec, PolicySpec, SpatialJob, SpatialReport,
-};
-use equipoise::swarm::workload::Hotspots;
 use equipoise::swarm::Totals;
 use equipoise::swarm::{
     CostModel, Grid, Match, Orders, PartitionState, PlanChange, RangeQueries, RangeQueryCost, Rect, SpatioTextual,
     Swarm, SwarmEvent, SwarmEventBuilder, LOG_NAME,
 };
+use equipoise_lab::common::cluster::ClusterArgs;
+use equipoise_lab::common::gather::gather_at_first_worker;
+use equipoise_lab::swarm::input::SpatialInput;
+use equipoise_lab::swarm::job::{
+    brute_force, brute_force_matches, run_spatial, DecisionSpec, PolicySpec, SpatialJob, SpatialReport,
+};
+use equipoise_lab::swarm::workload::Hotspots;
 use support::{one_static_worker, report, run_example, run_two_processes, scratch};
 use timely::dataflow::operators::{Input, Inspect};
 use timely::dataflow::InputHandle;
@@ -435,10 +435,10 @@ fn a_move_decided_before_the_input_ends_still_happens() {
     let file = scratch("late-move.csv");
     std::fs::write(&file, lines.join("\n") + "\n").unwrap();
     let reference = brute_force_matches(
-        &equipoise::swarm::input::read_spatial(
+        &equipoise_lab::swarm::input::read_spatial(
             &file,
             &Grid::new(Rect::new(0.0, 0.0, 4.0, 1.0).unwrap(), 4, 1).unwrap(),
-            equipoise::common::lines::OnError::Fail,
+            equipoise_lab::common::lines::OnError::Fail,
         )
         .unwrap(),
         10,

@@ -16,11 +16,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use equipoise::common::cluster::ClusterArgs;
 use equipoise::common::hash::splitmix64;
-use equipoise::swarm::job::{brute_force, run_spatial, PolicySpec, SpatialJob};
-use equipoise::swarm::workload::Hotspots;
 use equipoise::swarm::{Grid, PartitionState, RangeQueries, Rect, SpatioTextual};
+use equipoise_lab::common::cluster::ClusterArgs;
+use equipoise_lab::swarm::job::{brute_force, run_spatial, PolicySpec, SpatialJob};
+use equipoise_lab::swarm::workload::Hotspots;
 use support::{one_static_worker, report, run_two_processes, scratch};
 
 mod support;
@@ -69,7 +69,7 @@ impl Schedule {
 /// plan changes) against brute force's (matches, digest).
 fn check<S: PartitionState<Output = equipoise::swarm::Match>>(
     schedule: &Schedule,
-    input: Arc<equipoise::swarm::input::SpatialInput<S::Point, S::Query>>,
+    input: Arc<equipoise_lab::swarm::input::SpatialInput<S::Point, S::Query>>,
     reference: (u64, u64),
     grid: Grid,
 ) -> u64

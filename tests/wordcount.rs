@@ -5,11 +5,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use equipoise::common::cluster::ClusterArgs;
-use equipoise::common::keys::{KeySampler, KeySpec};
 use equipoise::pkg::top_of;
-use equipoise::pkg::wordcount::{count_digest, run_wordcount, KeySource, WordcountConfig};
 use equipoise::pkg::Scheme;
+use equipoise_lab::common::cluster::ClusterArgs;
+use equipoise_lab::common::keys::{KeySampler, KeySpec};
+use equipoise_lab::pkg::wordcount::{count_digest, run_wordcount, KeySource, WordcountConfig};
 use support::{report, run_two_processes, scratch};
 
 mod support;

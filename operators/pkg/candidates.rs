@@ -87,7 +87,7 @@ pub(crate) fn choices(key: u64, peers: usize, d: usize, out: &mut Vec<usize>) {
 /// independent minimums over (load, position) packed into one integer
 /// (exact for any loads) and merges them: no chain of dependent compares.
 #[inline]
-pub(crate) fn least_loaded(count: usize, worker: impl Fn(usize) -> usize, loads: &[u64]) -> usize {
+pub fn least_loaded(count: usize, worker: impl Fn(usize) -> usize, loads: &[u64]) -> usize {
     assert!(count > 0, "at least one candidate");
     let rank = |i: usize| (u128::from(loads[worker(i)]) << 64) | i as u128;
     let mut lanes = [u128::MAX; 4];

@@ -3,8 +3,7 @@
 //! sender keeps locally, baselines for honest comparison, and the two-phase
 //! aggregation operators that merge the split results exactly. For streams
 //! whose hottest key outgrows two workers, D-Choices and W-Choices (ICDE
-//! 2016); and, with the `lab` feature, the replay simulator that reproduces
-//! the papers' results.
+//! 2016).
 
 mod aggregate;
 mod candidates;
@@ -21,15 +20,11 @@ mod potc;
 mod ranking;
 mod router;
 mod shuffle;
-#[cfg(feature = "lab")]
-pub mod sim;
 mod space_saving;
 mod top_k;
-#[cfg(feature = "lab")]
-pub mod wordcount;
 
 pub use aggregate::{Aggregate, AggregationKey, MergePartials, PkgCount};
-pub use candidates::two_choices;
+pub use candidates::{least_loaded, two_choices};
 #[cfg(feature = "differential")]
 pub use differential::PkgCountCollection;
 pub use events::{HeadKey, PkgEvent, PkgEventBuilder, DEFAULT_LOG_PERIOD, LOG_NAME};
@@ -40,7 +35,7 @@ pub use pact::{
     Grouped, GroupedPusher, HeadAwareGrouping, KeyGrouping, PartialKeyGrouping, PotcGrouping, SchemeGrouping,
     SendCounts, ShuffleGrouping,
 };
-pub use partial_key::{Pkg, PkgRouter};
+pub use partial_key::{less_loaded, Pkg, PkgRouter};
 pub use potc::{Potc, PotcRouter};
 pub use ranking::top_of;
 pub use router::{Grouping, Router, Scheme, SchemeRouter, SlackScheme};

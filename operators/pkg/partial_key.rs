@@ -68,7 +68,7 @@ impl PkgRouter {
 /// The less loaded of `candidates` by `loads`, with its load; ties go to the
 /// first candidate.
 #[inline]
-pub(crate) fn less_loaded(candidates: [usize; 2], loads: &[u64]) -> (usize, u64) {
+pub fn less_loaded(candidates: [usize; 2], loads: &[u64]) -> (usize, u64) {
     let [first, second] = candidates;
     let (first_load, second_load) = (loads[first], loads[second]);
     // Selects rather than branches: which candidate is lighter is close to a

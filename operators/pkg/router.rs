@@ -73,7 +73,7 @@ pub trait Grouping {
 
 /// The four schemes of the PKG paper's comparison, chosen at run time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "lab", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Scheme {
     /// Key grouping: the first hash of the key (one worker per key).
@@ -87,10 +87,10 @@ pub enum Scheme {
     Pkg,
     /// D-Choices: PKG, but head keys (by the sender's sketch) to the least
     /// loaded of d hashed candidates.
-    #[cfg_attr(feature = "lab", value(name = "dchoices"))]
+    #[cfg_attr(feature = "clap", value(name = "dchoices"))]
     DChoices,
     /// W-Choices: PKG, but head keys to the least loaded of all workers.
-    #[cfg_attr(feature = "lab", value(name = "wchoices"))]
+    #[cfg_attr(feature = "clap", value(name = "wchoices"))]
     WChoices,
 }
 

@@ -17,7 +17,7 @@ use super::controller::drop_fraction;
 
 /// What a controller's output sets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "lab", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Actuation {
     /// An admitted rate, held as arrivals change.

@@ -14,12 +14,6 @@ use serde::{Deserialize, Serialize};
 use super::controller::{Controller, PeriodSample, Pi};
 use super::design::{nominal_pi, MEASURED_DELAY_POLES};
 
-/// The default dither amplitude, as a fraction of the capacity.
-pub(crate) const AMPLITUDE: f64 = 0.2;
-
-/// The default number of periods each dither level holds.
-pub(crate) const HOLD: usize = 2;
-
 /// Periods of dither [`Excited::around`] draws before it repeats.
 const DITHER_PERIODS: usize = 4096;
 
@@ -47,6 +41,14 @@ pub struct ExcitationSpec {
     pub hold: usize,
     /// LFSR seed.
     pub seed: u16,
+}
+
+impl ExcitationSpec {
+    /// The default dither amplitude, as a fraction of the capacity.
+    pub const AMPLITUDE: f64 = 0.2;
+
+    /// The default number of periods each dither level holds.
+    pub const HOLD: usize = 2;
 }
 
 /// A PI controller whose output carries the pseudo-random dither.
@@ -79,8 +81,8 @@ impl Excited {
     pub fn around(capacity: f64, period_ms: f64, target_ms: f64) -> Self {
         let stabilizer = Pi::new(nominal_pi(period_ms, capacity, MEASURED_DELAY_POLES), target_ms);
         let spec = ExcitationSpec {
-            amplitude: AMPLITUDE * capacity,
-            hold: HOLD,
+            amplitude: ExcitationSpec::AMPLITUDE * capacity,
+            hold: ExcitationSpec::HOLD,
             seed: 0x2f1,
         };
         Excited::new(stabilizer, spec, DITHER_PERIODS)

@@ -5,8 +5,6 @@
 
 mod actuator;
 mod auto;
-#[cfg(feature = "lab")]
-pub mod cli;
 mod closed_loop;
 mod controller;
 mod deadline;
@@ -14,22 +12,9 @@ mod design;
 mod events;
 mod excitation;
 #[cfg(test)]
-#[cfg(any(feature = "lab", test))]
 mod fluid_queue;
-#[cfg(feature = "lab")]
-pub mod identification;
-#[cfg(feature = "lab")]
-pub mod job;
 mod loop_core;
-#[cfg(feature = "lab")]
-pub mod plot;
 mod predictor;
-#[cfg(feature = "lab")]
-pub mod profile;
-#[cfg(feature = "lab")]
-pub mod readers;
-#[cfg(feature = "lab")]
-pub mod scenario;
 mod sharing;
 mod shedder;
 mod sliced;

@@ -25,7 +25,7 @@ use super::controller::PeriodSample;
 
 /// Whether the PI controller sees the measured delay or the predicted one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[cfg_attr(feature = "lab", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Prediction {
     /// The frontier delay corrected by the Smith predictor (the default).

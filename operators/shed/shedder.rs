@@ -15,7 +15,7 @@ use timely::progress::Timestamp;
 
 /// How records are chosen for dropping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "lab", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum ShedMode {
     /// Each record independently, with the drop fraction as probability.

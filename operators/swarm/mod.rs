@@ -55,8 +55,6 @@
 //! ```
 
 mod app;
-#[cfg(feature = "lab")]
-pub mod cli;
 mod coordination;
 mod coordinator;
 mod cost;
@@ -69,10 +67,6 @@ mod geometry;
 mod granularity;
 mod ids;
 mod index;
-#[cfg(feature = "lab")]
-pub mod input;
-#[cfg(feature = "lab")]
-pub mod job;
 mod merge;
 mod operator;
 mod plan;
@@ -81,8 +75,6 @@ mod record;
 mod stats;
 mod store;
 mod textual;
-#[cfg(feature = "lab")]
-pub mod workload;
 
 pub use app::{Match, PartitionState, Point, Query, RangeQueries, Registered};
 pub use coordinator::{Orders, Policy, CHANGES_KEPT};

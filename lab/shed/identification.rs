@@ -4,13 +4,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::common::Error;
+use equipoise::common::Error;
 
-use super::design::{fit_identification, nominal_pi, ArxModel, MEASURED_DELAY_POLES};
-use super::excitation::{ExcitationSpec, AMPLITUDE, HOLD};
 use super::job::{run_shedding, ControllerSpec, ShedJob};
-use super::predictor::Prediction;
 use super::profile::Profile;
+use equipoise::shed::ExcitationSpec;
+use equipoise::shed::Prediction;
+use equipoise::shed::{fit_identification, nominal_pi, ArxModel, MEASURED_DELAY_POLES};
 
 /// How to identify the shedding dataflow.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -46,8 +46,8 @@ impl Default for Identification {
             period_ms: 100.0,
             duration_s: 10.0,
             arrival: 2.0,
-            amplitude: AMPLITUDE,
-            hold: HOLD,
+            amplitude: ExcitationSpec::AMPLITUDE,
+            hold: ExcitationSpec::HOLD,
             target_ms: 300.0,
             prediction: Prediction::Smith,
             seed: 1,

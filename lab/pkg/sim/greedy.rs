@@ -6,10 +6,10 @@
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
-use crate::common::hash::StableHasher;
+use equipoise::common::hash::StableHasher;
 
-use crate::pkg::candidates::least_loaded;
-use crate::pkg::{Grouping, Router};
+use equipoise::pkg::least_loaded;
+use equipoise::pkg::{Grouping, Router};
 
 type Table = HashMap<u64, usize, BuildHasherDefault<StableHasher>>;
 

@@ -5,11 +5,11 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal, Zipf};
 
-use super::app::{Point, Query};
-use super::geometry::{Grid, OutOfBounds, Rect};
 use super::input::SpatialInput;
-use super::record::{Item, Record};
-use super::textual::Keywords;
+use equipoise::swarm::Keywords;
+use equipoise::swarm::{Grid, OutOfBounds, Rect};
+use equipoise::swarm::{Item, Record};
+use equipoise::swarm::{Point, Query};
 
 /// Settings of the moving-hotspot workload.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -17,21 +17,21 @@ use timely::dataflow::operators::vec::{Input, Map};
 use timely::dataflow::operators::{Inspect, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 
-use crate::common::busy_work::BusyWork;
 use crate::common::cluster::ClusterArgs;
 use crate::common::driver::{drive_epochs, run_gathered};
-use crate::common::hash::{fnv1a64, key_hash, splitmix64};
 use crate::common::keys::{key_name, KeySampler};
 use crate::common::latency::LatencySummary;
 use crate::common::lines::KeyLines;
 use crate::common::log_file::LogFile;
-use crate::common::Error;
+use equipoise::common::busy_work::BusyWork;
+use equipoise::common::hash::{fnv1a64, key_hash, splitmix64};
+use equipoise::common::Error;
 
-use super::aggregate::{Aggregate, MergePartials};
-use super::events::{PkgEvent, LOG_NAME};
-use super::pact::Grouped;
-use super::router::Scheme;
-use super::top_k::TopK;
+use equipoise::pkg::Grouped;
+use equipoise::pkg::Scheme;
+use equipoise::pkg::TopK;
+use equipoise::pkg::{Aggregate, MergePartials};
+use equipoise::pkg::{PkgEvent, LOG_NAME};
 
 /// Where the keys come from. Record `i` is the same whatever the number of
 /// workers; worker `w` of `W` feeds the records with `i % W == w`.
@@ -77,7 +77,7 @@ pub struct WordcountConfig {
     /// The routing scheme of the partial-count stage.
     pub grouping: Scheme,
     /// PKG's slack when `grouping` is PKG, or D-/W-Choices for their tail
-    /// (see [`Pkg`](super::Pkg)); 0 otherwise.
+    /// (see [`Pkg`](equipoise::pkg::Pkg)); 0 otherwise.
     pub slack: u64,
     /// The keys.
     pub source: KeySource,

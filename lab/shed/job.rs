@@ -14,26 +14,26 @@ use timely::dataflow::operators::{Exchange, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::worker::Worker;
 
-use crate::common::busy_work::BusyWork;
 use crate::common::cluster::ClusterArgs;
 use crate::common::driver::run_gathered;
-use crate::common::hash::splitmix64;
 use crate::common::latency::LatencySummary;
-use crate::common::Error;
+use equipoise::common::busy_work::BusyWork;
+use equipoise::common::hash::splitmix64;
+use equipoise::common::Error;
 
-use super::actuator::Actuation;
-use super::auto::Auto;
-use super::closed_loop::{LoopHandle, LoopSettings, ShedLoop};
-use super::controller::{Bounded, Coarse, Controller, NoShedding, Pi, PiParams};
-use super::deadline::Deadline;
-use super::events::{LoopEvent, LOG_NAME};
-use super::excitation::{ExcitationSpec, Excited};
-use super::predictor::Prediction;
 use super::profile::Profile;
 use super::readers::Readers;
-use super::shedder::ShedMode;
-use super::sliced::TimeSliced;
 use crate::common::log_file::LogFile;
+use equipoise::shed::Actuation;
+use equipoise::shed::Auto;
+use equipoise::shed::Deadline;
+use equipoise::shed::Prediction;
+use equipoise::shed::ShedMode;
+use equipoise::shed::TimeSliced;
+use equipoise::shed::{Bounded, Coarse, Controller, NoShedding, Pi, PiParams};
+use equipoise::shed::{ExcitationSpec, Excited};
+use equipoise::shed::{LoopEvent, LOG_NAME};
+use equipoise::shed::{LoopHandle, LoopSettings, ShedLoop};
 
 /// Which controller runs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -11,8 +11,8 @@ use timely::worker::Worker;
 use timely::ExchangeData;
 
 use super::cluster::ClusterArgs;
-use super::error::Error;
 use super::gather::gather_at_first_worker;
+use equipoise::common::error::Error;
 
 /// Runs `job` on every worker of the cluster `cluster` describes, gathers
 /// what each returns at worker 0 and returns `assemble`'s report of them in

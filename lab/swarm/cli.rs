@@ -9,13 +9,13 @@ use crate::common::cluster::ClusterArgs;
 use crate::common::lines::OnError;
 use crate::common::log_file::LogFile;
 use crate::common::program::check_work_us;
-use crate::common::Error;
+use equipoise::common::Error;
 
-use super::geometry::{Grid, Rect};
 use super::input::{read_spatial, SpatialInput};
 use super::job::{DecisionSpec, PolicySpec, SpatialJob, SpatialReport};
-use super::textual::Keywords;
 use super::workload::{with_keywords, Clustered, Hotspots};
+use equipoise::swarm::Keywords;
+use equipoise::swarm::{Grid, Rect};
 
 /// Continuous range queries over a point stream, balanced by SWARM.
 #[derive(clap::Parser, Debug)]

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::error::Error;
+use equipoise::common::error::Error;
 
 /// What to do with a malformed input line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]

@@ -5,11 +5,11 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use crate::common::lines::{for_each_line, OnError};
-use crate::common::Error;
+use equipoise::common::Error;
 
-use super::app::{Point, Query};
-use super::geometry::{Grid, OutOfBounds, Rect};
-use super::record::{Item, Record};
+use equipoise::swarm::{Grid, OutOfBounds, Rect};
+use equipoise::swarm::{Item, Record};
+use equipoise::swarm::{Point, Query};
 
 /// Validated input: each record with the index of its line (every line
 /// counts, so that the epoch of a record is `line / batch`).

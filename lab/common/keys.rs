@@ -11,9 +11,9 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, LogNormal};
 
-use super::error::Error;
-use super::hash::splitmix64;
 use super::memory::check_fits;
+use equipoise::common::error::Error;
+use equipoise::common::hash::splitmix64;
 
 /// The form of a synthetic key stream, as written on the command line.
 #[derive(Debug, Clone, PartialEq)]

@@ -12,7 +12,7 @@ use timely::container::CapacityContainerBuilder;
 use timely::worker::Worker;
 
 use super::cluster::ClusterArgs;
-use super::error::Error;
+use equipoise::common::error::Error;
 
 /// A file the workers of this process log to. Clones share it.
 #[derive(Clone)]

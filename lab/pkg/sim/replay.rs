@@ -4,13 +4,13 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::common::hash::splitmix64;
-use crate::common::Error;
+use equipoise::common::hash::splitmix64;
+use equipoise::common::Error;
 
 use super::greedy::{offline_greedy, OnlineGreedy};
-use crate::pkg::candidates::two_choices;
-use crate::pkg::partial_key::less_loaded;
-use crate::pkg::router::{Grouping, Router, Scheme, SchemeRouter};
+use equipoise::pkg::less_loaded;
+use equipoise::pkg::two_choices;
+use equipoise::pkg::{Grouping, Router, Scheme, SchemeRouter};
 
 use super::stream::Dataset;
 

@@ -16,8 +16,8 @@ use timely::communication::{AllocatorBuilder, Hooks, WorkerGuards};
 use timely::worker::Worker;
 use timely::CommunicationConfig;
 
-use super::error::Error;
 use super::watch::Watch;
+use equipoise::common::error::Error;
 
 /// The timely cluster settings, as clap arguments (flatten into a program's own).
 #[derive(clap::Args, Debug, Clone)]

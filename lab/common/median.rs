@@ -4,7 +4,7 @@
 /// run with the median throughput among a benchmark's rounds.
 ///
 /// ```
-/// use equipoise::common::median::median_by;
+/// use equipoise_lab::common::median::median_by;
 /// assert_eq!(median_by(vec![3.0, 1.0, 2.0], |x| *x), 2.0);
 /// ```
 pub fn median_by<R>(mut runs: Vec<R>, key: impl Fn(&R) -> f64) -> R {

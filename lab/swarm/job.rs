@@ -18,24 +18,24 @@ use timely::dataflow::operators::vec::Input;
 use timely::dataflow::operators::Inspect;
 use timely::dataflow::{InputHandle, ProbeHandle};
 
-use super::events::{SwarmEvent, LOG_NAME};
-use crate::common::busy_work::BusyWork;
 use crate::common::cluster::ClusterArgs;
 use crate::common::driver::{drive_epochs, run_gathered, EpochTimes};
 use crate::common::latency::LatencySummary;
 use crate::common::log_file::LogFile;
 use crate::common::median::Quantiles;
 use crate::common::memory::check_fits;
-use crate::common::Error;
+use equipoise::common::busy_work::BusyWork;
+use equipoise::common::Error;
+use equipoise::swarm::{SwarmEvent, LOG_NAME};
 
-use super::app::{Match, PartitionState, Point, Query};
-use super::coordinator::{Orders, Policy};
-use super::dispatch::Refused;
-use super::executor::{ExecutorFigures, RECENT_EPOCHS};
-use super::geometry::Grid;
 use super::input::SpatialInput;
-use super::operator::{InitialPlan, Swarm, SwarmConfig, SwarmHandles};
-use super::record::{Item, Record};
+use equipoise::swarm::Grid;
+use equipoise::swarm::Refused;
+use equipoise::swarm::{ExecutorFigures, RECENT_EPOCHS};
+use equipoise::swarm::{InitialPlan, Swarm, SwarmConfig, SwarmHandles};
+use equipoise::swarm::{Item, Record};
+use equipoise::swarm::{Match, PartitionState, Point, Query};
+use equipoise::swarm::{Orders, Policy};
 
 /// How the coordinator decides, for `--decision`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -363,7 +363,7 @@ impl<P: Clone + 'static, Q: Clone + 'static> SpatialJob<P, Q> {
             ));
         }
         if let PolicySpec::StaticBlocks(k) = self.policy {
-            super::index::GlobalIndex::blocks(self.grid.clone(), cluster.total_workers(), k)
+            equipoise::swarm::GlobalIndex::blocks(self.grid.clone(), cluster.total_workers(), k)
                 .map_err(|e| Error::invalid("--policy", e.to_string()))?;
         }
         self.config().validate()?;

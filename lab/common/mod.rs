@@ -1,0 +1,15 @@
+//! Shared by the experiments: timely's cluster flags and start-up, job
+//! driving, gathering results at one worker, latency summaries, key
+//! streams, line readers, memory checks, reports and the examples' logs.
+
+pub mod cluster;
+pub mod driver;
+pub mod gather;
+pub mod keys;
+pub mod latency;
+pub mod lines;
+pub mod log_file;
+pub mod median;
+pub mod memory;
+pub mod program;
+mod watch;

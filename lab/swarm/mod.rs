@@ -1,0 +1,7 @@
+//! SWARM's experiments: the spatial job and its command line, input files
+//! and workload generators.
+
+pub mod cli;
+pub mod input;
+pub mod job;
+pub mod workload;
