@@ -2,6 +2,8 @@
 
 #![allow(dead_code)] // each test file uses its own subset
 
+pub mod soak;
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
