@@ -3,9 +3,10 @@
 //! front of another fed by a source that never runs dry, both with `Auto`
 //! and the loops' log listened to; the process's memory must stop growing
 //! after the first minute (see `support/soak.rs`). The loops keep their
-//! last `LoopSettings::history` periods (3 000 by default: 5 minutes at
-//! W = 100 ms), so the soak covers that window filling and then turning
-//! over. Ten minutes, so ignored by default:
+//! last `LoopSettings::history` periods (600 by default: a minute at
+//! W = 100 ms, up to twice as many rows before the oldest go), so the soak
+//! covers that window filling and turning over many times. Ten minutes, so
+//! ignored by default:
 //!
 //! ```sh
 //! cargo test --release --test soak_shed -- --ignored --nocapture

@@ -82,12 +82,14 @@ pub struct LoopSettings<T> {
     /// How many recent periods the loop's figures keep
     /// ([`LoopFigures::periods`], a throttle's `ThrottleFigures::periods`):
     /// at least this many, at most twice as many, so that a loop on a
-    /// stream that never ends keeps a bounded history.
+    /// stream that never ends keeps a bounded history (a row is about
+    /// 100 bytes). Every period decided is also a [`LoopEvent`](super::LoopEvent)
+    /// in timely's logging, for a program that keeps them all.
     pub history: usize,
 }
 
-/// The periods a loop's figures keep by default: five minutes at 100 ms.
-pub const DEFAULT_HISTORY: usize = 3000;
+/// The periods a loop's figures keep by default: a minute at 100 ms.
+pub const DEFAULT_HISTORY: usize = 600;
 
 impl<T> LoopSettings<T> {
     /// A target delay; a period of a third of it, at most 100 ms; the Smith

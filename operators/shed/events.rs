@@ -35,8 +35,16 @@ pub struct LoopEvent {
     pub worker: usize,
     /// Which loop.
     pub kind: LoopKind,
+    /// The period's number, counted from 0 at the loop's start: a shared
+    /// loop's workers number their periods alike and decide each on the
+    /// same combination of shares.
+    pub period: u64,
     /// When the period ended, since the loop started.
     pub period_end: Duration,
+    /// How many workers' measurements the decision combined: all of the
+    /// loop's workers, unless one was waited for in vain (it stopped, or
+    /// lags by more than a few periods) and counted as idle.
+    pub shares: usize,
     /// What the controller was given: under a shared loop, the workers'
     /// mean rates (a throttle's arrival rate is what its sources asked for).
     pub sample: PeriodSample,

@@ -22,6 +22,7 @@ use timely::Bincode;
 use super::closed_loop::{Clock, LoopSettings};
 use super::controller::{drop_fraction, Controller, PeriodSample};
 use super::events::{LoopEvent, LoopEventBuilder, LoopKind, LOG_NAME};
+use super::period_grid::PeriodGrid;
 use super::predictor::{DelayPredictor, Prediction};
 use super::sharing::{Combined, Periods, Share};
 
@@ -152,7 +153,8 @@ pub(crate) struct LoopCore<T: Timestamp + TotalOrder, C> {
     channel: Option<Channel>,
     periods: Periods,
     sharer: usize,
-    /// This worker's periods ended so far.
+    /// The period under way on this worker (every period before it has
+    /// ended here).
     ended: u64,
     meter: Meter<T>,
     predictor: DelayPredictor,
@@ -198,6 +200,8 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
         let tick = (settings.period / SAMPLES_PER_PERIOD).max(Duration::from_millis(1));
         activator.activate_after(tick);
         let guarded = controller.guarded();
+        let meter = Meter::new(settings, ledger);
+        let first = meter.grid.first();
         LoopCore {
             controller,
             kind,
@@ -206,10 +210,10 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
             target: settings.target,
             prediction: settings.prediction,
             channel,
-            periods: Periods::new(workers, sharer, PATIENCE_PERIODS),
+            periods: Periods::new(workers, sharer, PATIENCE_PERIODS, first),
             sharer,
-            ended: 0,
-            meter: Meter::new(settings, ledger),
+            ended: first,
+            meter,
             predictor: DelayPredictor::default(),
             output: output.clone(),
             activator,
@@ -298,15 +302,15 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
         settle(&self.meter.ledger, &self.output);
         let least = self.output.with_frontier(|f| f.first().cloned());
         self.meter.observe(least.as_ref(), now);
-        if let Some((own, limited)) = self.meter.period_end(now, late) {
+        if let Some((period, own, limited)) = self.meter.period_end(now, late) {
             let share = Share {
                 worker: self.sharer,
-                period: self.ended,
+                period,
                 sample: own,
                 stalled: std::mem::take(&mut self.gap) >= self.tick * STALL_TICKS,
                 limited,
             };
-            self.ended += 1;
+            self.ended = period + 1;
             self.periods.hear(share);
             if let Some((push, _)) = self.channel.as_mut() {
                 push.send(Bincode::from(share));
@@ -332,7 +336,9 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
                 logger.log(LoopEvent {
                     worker: self.worker,
                     kind: self.kind,
+                    period: combined.period,
                     period_end: now - self.meter.started,
+                    shares: combined.shares.len(),
                     sample: combined.sample,
                     controlled_delay_ms: controlled.delay_ms,
                     rate: admitted,
@@ -359,7 +365,9 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
 /// sums of the current period.
 struct Meter<T> {
     clock: Clock<T>,
-    period: Duration,
+    grid: PeriodGrid,
+    /// The period under way.
+    current: u64,
     started: Instant,
     last_observed: Instant,
     ledger: Rc<RefCell<Ledger<T>>>,
@@ -383,9 +391,13 @@ struct Meter<T> {
 impl<T: Timestamp + TotalOrder> Meter<T> {
     fn new(settings: &LoopSettings<T>, ledger: Rc<RefCell<Ledger<T>>>) -> Self {
         let now = Instant::now();
+        let grid = PeriodGrid::new(now, settings.period);
         Meter {
             clock: settings.clock.clone(),
-            period: settings.period,
+            grid,
+            // A first period shorter than half a period measures little:
+            // the loop's first runs on to the end of the next.
+            current: grid.current(now + settings.period / 2),
             started: now,
             last_observed: now,
             ledger,
@@ -439,22 +451,26 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
         self.samples += 1;
     }
 
-    /// At a period's end, the sample for the controller and whether any
-    /// arrival was refused; the sums start again. `late`: the records this
+    /// At a period's end (the first activation after it), the period's
+    /// number, the sample for the controller and whether any arrival was
+    /// refused; the sums start again. A period the process stalled over
+    /// ends with the last of the periods the stall spanned: their numbers
+    /// go unused on this worker. `late`: the records this
     /// worker's work stage has dropped under the loop's deadline so far,
     /// which the processed rate leaves out (their times complete without
     /// costing any work: counted, they would read as capacity the dataflow
     /// does not have).
-    fn period_end(&mut self, now: Instant, late: u64) -> Option<(PeriodSample, bool)> {
-        let length = now.saturating_duration_since(self.period_start);
-        if length < self.period || self.samples == 0 {
+    fn period_end(&mut self, now: Instant, late: u64) -> Option<(u64, PeriodSample, bool)> {
+        let current = self.grid.current(now);
+        if current <= self.current || self.samples == 0 {
             return None;
         }
+        let length = now.saturating_duration_since(self.period_start);
         let seconds = length.as_secs_f64();
         let total = self.ledger.borrow().processed as f64 - late as f64;
         self.completed.push_back((now, total));
         while self.completed.len() > 2
-            && now.saturating_duration_since(self.completed[1].0) >= RATE_WINDOW.max(2 * self.period)
+            && now.saturating_duration_since(self.completed[1].0) >= RATE_WINDOW.max(2 * self.grid.length())
         {
             self.completed.pop_front();
         }
@@ -479,7 +495,9 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
         (self.arrived, self.admitted, self.samples) = (0, 0, 0);
         self.delay_sum_ms = 0.0;
         self.max_age_ms = 0.0;
-        Some((sample, refused))
+        let period = current - 1;
+        self.current = current;
+        Some((period, sample, refused))
     }
 }
 
