@@ -6,7 +6,8 @@
 /// at once (amortised: one move per row appended).
 pub(crate) fn keep_recent<R>(rows: &mut Vec<R>, row: R, kept: usize) {
     let kept = kept.max(1);
-    if rows.len() >= 2 * kept {
+    // Saturating: `usize::MAX` keeps everything, as asked.
+    if rows.len() >= kept.saturating_mul(2) {
         rows.drain(..rows.len() - kept + 1);
     }
     rows.push(row);
@@ -36,5 +37,10 @@ mod tests {
         }
         assert_eq!(one.last(), Some(&4));
         assert!(one.len() <= 2);
+        let mut all = Vec::new();
+        for row in 0..1_000 {
+            keep_recent(&mut all, row, usize::MAX);
+        }
+        assert_eq!(all, (0..1_000).collect::<Vec<_>>(), "usize::MAX keeps every row");
     }
 }
