@@ -395,9 +395,7 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
         Meter {
             clock: settings.clock.clone(),
             grid,
-            // A first period shorter than half a period measures little:
-            // the loop's first runs on to the end of the next.
-            current: grid.current(now + settings.period / 2),
+            current: grid.nearest_start(now),
             started: now,
             last_observed: now,
             ledger,
@@ -453,16 +451,20 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
 
     /// At a period's end (the first activation after it), the period's
     /// number, the sample for the controller and whether any arrival was
-    /// refused; the sums start again. A period the process stalled over
-    /// ends with the last of the periods the stall spanned: their numbers
-    /// go unused on this worker. `late`: the records this
+    /// refused; the sums start again. The period measured is the one that
+    /// ends at the boundary nearest to now, and the next runs to the
+    /// boundary after that: an activation that comes late by more than
+    /// half a period (a stall of the process) ends the period under way
+    /// early rather than leave the next one short (a short period right
+    /// after a stall would read the stall's backlog of arrivals as a flood).
+    /// So every period measured is at least half a period long; the numbers
+    /// of the periods a stall spanned go unused on this worker. `late`: the records this
     /// worker's work stage has dropped under the loop's deadline so far,
     /// which the processed rate leaves out (their times complete without
     /// costing any work: counted, they would read as capacity the dataflow
     /// does not have).
     fn period_end(&mut self, now: Instant, late: u64) -> Option<(u64, PeriodSample, bool)> {
-        let current = self.grid.current(now);
-        if current <= self.current || self.samples == 0 {
+        if self.grid.current(now) <= self.current || self.samples == 0 {
             return None;
         }
         let length = now.saturating_duration_since(self.period_start);
@@ -495,6 +497,7 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
         (self.arrived, self.admitted, self.samples) = (0, 0, 0);
         self.delay_sum_ms = 0.0;
         self.max_age_ms = 0.0;
+        let current = self.grid.nearest_start(now);
         let period = current - 1;
         self.current = current;
         Some((period, sample, refused))

@@ -58,6 +58,13 @@ impl PeriodGrid {
         self.length
     }
 
+    /// The period that starts at the boundary nearest to `now`.
+    pub(crate) fn nearest_start(&self, now: Instant) -> u64 {
+        let since = now.saturating_duration_since(self.anchor).as_nanos();
+        let length = self.length.as_nanos().max(1);
+        self.first + ((since + length / 2) / length) as u64
+    }
+
     /// The period under way at `now`.
     pub(crate) fn current(&self, now: Instant) -> u64 {
         let since = now.saturating_duration_since(self.anchor).as_nanos();
@@ -85,6 +92,15 @@ mod tests {
             let at = base + Duration::from_millis(ms);
             assert_eq!(early.current(at), late.current(at), "{ms} ms after the first start");
         }
+        // The boundary nearest 2.44 s after the first start is 2.466 s.
+        assert_eq!(
+            early.nearest_start(base + Duration::from_millis(2_440)),
+            early.current(base + Duration::from_millis(2_466))
+        );
+        assert_eq!(
+            early.nearest_start(base + Duration::from_millis(2_400)),
+            early.current(base + Duration::from_millis(2_400))
+        );
         // Period 12 of the epoch's second ended 66 ms after the start.
         assert_eq!(early.current(base + Duration::from_millis(65)), 17_000_000_012);
         assert_eq!(early.current(base + Duration::from_millis(66)), 17_000_000_013);
