@@ -302,20 +302,29 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
         settle(&self.meter.ledger, &self.output);
         let least = self.output.with_frontier(|f| f.first().cloned());
         self.meter.observe(least.as_ref(), now);
-        if let Some((period, own, limited)) = self.meter.period_end(now, late) {
-            let share = Share {
-                worker: self.sharer,
-                period,
-                sample: own,
-                stalled: std::mem::take(&mut self.gap) >= self.tick * STALL_TICKS,
-                limited,
-            };
-            self.ended = period + 1;
-            self.periods.hear(share);
+        if let Some((last, own, limited)) = self.meter.period_end(now, late) {
+            let stalled = std::mem::take(&mut self.gap) >= self.tick * STALL_TICKS;
+            // A measurement that spans several periods (the loop's first,
+            // or one an activation came late to) stands for each of them:
+            // every worker shares every period, so all decide the same ones
+            // in the same order and their controllers stay alike.
+            for period in self.ended..=last {
+                let share = Share {
+                    worker: self.sharer,
+                    period,
+                    sample: own,
+                    stalled,
+                    limited,
+                };
+                self.periods.hear(share);
+                if let Some((push, _)) = self.channel.as_mut() {
+                    push.send(Bincode::from(share));
+                }
+            }
             if let Some((push, _)) = self.channel.as_mut() {
-                push.send(Bincode::from(share));
                 push.done();
             }
+            self.ended = last + 1;
         }
         let mut decisions = Vec::new();
         while let Some(combined) = self.periods.next_ready(self.ended) {
@@ -457,8 +466,8 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
     /// half a period (a stall of the process) ends the period under way
     /// early rather than leave the next one short (a short period right
     /// after a stall would read the stall's backlog of arrivals as a flood).
-    /// So every period measured is at least half a period long; the numbers
-    /// of the periods a stall spanned go unused on this worker. `late`: the records this
+    /// So every period measured is at least half a period long; a
+    /// measurement that spans several stands for each. `late`: the records this
     /// worker's work stage has dropped under the loop's deadline so far,
     /// which the processed rate leaves out (their times complete without
     /// costing any work: counted, they would read as capacity the dataflow
