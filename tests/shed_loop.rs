@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use equipoise::shed::default_poles;
 use equipoise::shed::{
-    design, fit_periods, nominal_pi, Auto, Controller, Excited, LoopEvent, LoopEventBuilder, LoopPeriod, LoopSettings,
-    Pi, Prediction, ShedLoop, TimeSliced, LOG_NAME, NOMINAL_POLES,
+    design, fit_periods, nominal_pi, Auto, Controller, Excited, LoopPeriod, LoopSettings, Pi, Prediction, ShedLoop,
+    TimeSliced, NOMINAL_POLES,
 };
 use timely::dataflow::operators::{Exchange, Input, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
@@ -31,8 +31,6 @@ struct Seen {
     delays: Vec<f64>,
     /// The loop's periods.
     periods: Vec<LoopPeriod>,
-    /// What the loop logged.
-    events: Vec<LoopEvent>,
 }
 
 /// Records per second one worker processes.
@@ -81,8 +79,6 @@ struct Run {
     /// The loop's default clock (a time begins when a worker first sees
     /// it) instead of the records' arrival stamps.
     first_record_clock: bool,
-    /// The loop's period, ms.
-    period_ms: f64,
 }
 
 impl Run {
@@ -96,7 +92,6 @@ impl Run {
             shares: Vec::new(),
             exchange: false,
             first_record_clock: false,
-            period_ms: PERIOD_MS,
         }
     }
 
@@ -105,19 +100,9 @@ impl Run {
         let _alone = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let run = self;
         timely::execute(timely::Config::process(run.workers), move |worker| {
-            let events: Rc<RefCell<Vec<LoopEvent>>> = Rc::default();
-            let logged = Rc::clone(&events);
-            worker
-                .log_register()
-                .expect("a log registry")
-                .insert::<LoopEventBuilder, _>(LOG_NAME, move |_time, batch| {
-                    if let Some(batch) = batch {
-                        logged.borrow_mut().extend(batch.drain(..).map(|(_, event)| event));
-                    }
-                });
             let start = Instant::now();
             let settings = LoopSettings::new(Duration::from_secs_f64(TARGET_MS / 1000.0))
-                .with_period(Duration::from_secs_f64(run.period_ms / 1000.0));
+                .with_period(Duration::from_secs_f64(PERIOD_MS / 1000.0));
             let settings = if run.first_record_clock {
                 settings
             } else {
@@ -196,7 +181,6 @@ impl Run {
             let figures = handle.figures();
             assert_eq!(figures.arrived, sent, "the loop saw every record sent");
             let delays = delays.take();
-            worker.log_register().expect("a log registry").remove(LOG_NAME);
             Seen {
                 arrived: figures.arrived,
                 dropped: figures.dropped,
@@ -204,7 +188,6 @@ impl Run {
                 loop_processed: figures.processed,
                 delays,
                 periods: figures.periods,
-                events: events.take(),
             }
         })
         .unwrap()
@@ -308,56 +291,6 @@ fn skewed_readers_drop_the_same_share_of_their_arrivals() {
         );
         assert!(high - low <= 0.05, "{workers} workers: {fractions:?}");
     }
-}
-
-#[test]
-fn a_shared_loops_workers_number_their_periods_alike_for_thousands_of_periods() {
-    // One worker reads everything, at three times its capacity, so its
-    // activations come late by its work's slices; the other idles and
-    // comes on time. Periods of 5 ms, for 10 s: 2 000 periods. Numbered by
-    // each worker's own count of the periods it ended, the busy one fell
-    // 337 periods behind by 9.5 s, and the idle one decided 1 880 of its
-    // 1 893 without the busy one's share (measured).
-    let run = Run {
-        shares: vec![0.0, 1.0],
-        period_ms: 5.0,
-        ..Run::new(2, 3.0 * capacity(), 10.0)
-    };
-    let seen = run.go(pi);
-    // While the input lasts: afterwards the idle worker's loop retires and
-    // the busy one's decides alone.
-    let decided = |seen: &Seen| -> Vec<LoopEvent> {
-        seen.events
-            .iter()
-            .filter(|e| e.period_end.as_secs_f64() < 9.5)
-            .copied()
-            .collect()
-    };
-    let (idle, busy) = (decided(&seen[0]), decided(&seen[1]));
-    let alone = |events: &[LoopEvent]| events.iter().filter(|e| e.shares < 2).count();
-    println!(
-        "idle worker: {} periods decided, {} without the busy one's share; busy worker: {} decided, {} without the idle one's",
-        idle.len(),
-        alone(&idle),
-        busy.len(),
-        alone(&busy),
-    );
-    assert!(idle.len() >= 1_500, "the idle worker decided its periods");
-    // A period or two at the start (the workers' loops start apart) and
-    // around a hiccup of the machine longer than the few periods a worker
-    // waits may go without a peer's share; numbered by each worker's own
-    // count, nearly all of them do.
-    for events in [&idle, &busy] {
-        assert!(
-            alone(events) * 20 <= events.len(),
-            "periods decided without a peer's share"
-        );
-    }
-    let (first, last) = (idle.last().unwrap().period, busy.last().unwrap().period);
-    assert!(
-        first.abs_diff(last) <= 2,
-        "by 9.5 s the workers decided periods {first} and {last}"
-    );
 }
 
 #[test]

@@ -35,10 +35,9 @@ pub struct LoopEvent {
     pub worker: usize,
     /// Which loop.
     pub kind: LoopKind,
-    /// The period's number: periods of the loop's length since the Unix
-    /// epoch, so that a shared loop's workers number their periods alike
-    /// (their clocks agreeing to well within a period) and decide each on
-    /// the same combination of shares.
+    /// The period's number on this worker, counted from 0 at the loop's
+    /// start: a shared loop's workers decide each number on the same
+    /// combination of shares.
     pub period: u64,
     /// When the period ended, since the loop started.
     pub period_end: Duration,

@@ -22,7 +22,6 @@ use timely::Bincode;
 use super::closed_loop::{Clock, LoopSettings};
 use super::controller::{drop_fraction, Controller, PeriodSample};
 use super::events::{LoopEvent, LoopEventBuilder, LoopKind, LOG_NAME};
-use super::period_grid::PeriodGrid;
 use super::predictor::{DelayPredictor, Prediction};
 use super::sharing::{Combined, Periods, Share};
 
@@ -153,8 +152,7 @@ pub(crate) struct LoopCore<T: Timestamp + TotalOrder, C> {
     channel: Option<Channel>,
     periods: Periods,
     sharer: usize,
-    /// The period under way on this worker (every period before it has
-    /// ended here).
+    /// This worker's periods ended so far.
     ended: u64,
     meter: Meter<T>,
     predictor: DelayPredictor,
@@ -200,8 +198,6 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
         let tick = (settings.period / SAMPLES_PER_PERIOD).max(Duration::from_millis(1));
         activator.activate_after(tick);
         let guarded = controller.guarded();
-        let meter = Meter::new(settings, ledger);
-        let first = meter.grid.first();
         LoopCore {
             controller,
             kind,
@@ -210,10 +206,10 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
             target: settings.target,
             prediction: settings.prediction,
             channel,
-            periods: Periods::new(workers, sharer, PATIENCE_PERIODS, first),
+            periods: Periods::new(workers, sharer, PATIENCE_PERIODS),
             sharer,
-            ended: first,
-            meter,
+            ended: 0,
+            meter: Meter::new(settings, ledger),
             predictor: DelayPredictor::default(),
             output: output.clone(),
             activator,
@@ -302,29 +298,20 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
         settle(&self.meter.ledger, &self.output);
         let least = self.output.with_frontier(|f| f.first().cloned());
         self.meter.observe(least.as_ref(), now);
-        if let Some((last, own, limited)) = self.meter.period_end(now, late) {
-            let stalled = std::mem::take(&mut self.gap) >= self.tick * STALL_TICKS;
-            // A measurement that spans several periods (the loop's first,
-            // or one an activation came late to) stands for each of them:
-            // every worker shares every period, so all decide the same ones
-            // in the same order and their controllers stay alike.
-            for period in self.ended..=last {
-                let share = Share {
-                    worker: self.sharer,
-                    period,
-                    sample: own,
-                    stalled,
-                    limited,
-                };
-                self.periods.hear(share);
-                if let Some((push, _)) = self.channel.as_mut() {
-                    push.send(Bincode::from(share));
-                }
-            }
+        if let Some((own, limited)) = self.meter.period_end(now, late) {
+            let share = Share {
+                worker: self.sharer,
+                period: self.ended,
+                sample: own,
+                stalled: std::mem::take(&mut self.gap) >= self.tick * STALL_TICKS,
+                limited,
+            };
+            self.ended += 1;
+            self.periods.hear(share);
             if let Some((push, _)) = self.channel.as_mut() {
+                push.send(Bincode::from(share));
                 push.done();
             }
-            self.ended = last + 1;
         }
         let mut decisions = Vec::new();
         while let Some(combined) = self.periods.next_ready(self.ended) {
@@ -374,9 +361,7 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
 /// sums of the current period.
 struct Meter<T> {
     clock: Clock<T>,
-    grid: PeriodGrid,
-    /// The period under way.
-    current: u64,
+    period: Duration,
     started: Instant,
     last_observed: Instant,
     ledger: Rc<RefCell<Ledger<T>>>,
@@ -400,11 +385,9 @@ struct Meter<T> {
 impl<T: Timestamp + TotalOrder> Meter<T> {
     fn new(settings: &LoopSettings<T>, ledger: Rc<RefCell<Ledger<T>>>) -> Self {
         let now = Instant::now();
-        let grid = PeriodGrid::new(now, settings.period);
         Meter {
             clock: settings.clock.clone(),
-            grid,
-            current: grid.nearest_start(now),
+            period: settings.period,
             started: now,
             last_observed: now,
             ledger,
@@ -458,30 +441,22 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
         self.samples += 1;
     }
 
-    /// At a period's end (the first activation after it), the period's
-    /// number, the sample for the controller and whether any arrival was
-    /// refused; the sums start again. The period measured is the one that
-    /// ends at the boundary nearest to now, and the next runs to the
-    /// boundary after that: an activation that comes late by more than
-    /// half a period (a stall of the process) ends the period under way
-    /// early rather than leave the next one short (a short period right
-    /// after a stall would read the stall's backlog of arrivals as a flood).
-    /// So every period measured is at least half a period long; a
-    /// measurement that spans several stands for each. `late`: the records this
+    /// At a period's end, the sample for the controller and whether any
+    /// arrival was refused; the sums start again. `late`: the records this
     /// worker's work stage has dropped under the loop's deadline so far,
     /// which the processed rate leaves out (their times complete without
     /// costing any work: counted, they would read as capacity the dataflow
     /// does not have).
-    fn period_end(&mut self, now: Instant, late: u64) -> Option<(u64, PeriodSample, bool)> {
-        if self.grid.current(now) <= self.current || self.samples == 0 {
+    fn period_end(&mut self, now: Instant, late: u64) -> Option<(PeriodSample, bool)> {
+        let length = now.saturating_duration_since(self.period_start);
+        if length < self.period || self.samples == 0 {
             return None;
         }
-        let length = now.saturating_duration_since(self.period_start);
         let seconds = length.as_secs_f64();
         let total = self.ledger.borrow().processed as f64 - late as f64;
         self.completed.push_back((now, total));
         while self.completed.len() > 2
-            && now.saturating_duration_since(self.completed[1].0) >= RATE_WINDOW.max(2 * self.grid.length())
+            && now.saturating_duration_since(self.completed[1].0) >= RATE_WINDOW.max(2 * self.period)
         {
             self.completed.pop_front();
         }
@@ -506,10 +481,7 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
         (self.arrived, self.admitted, self.samples) = (0, 0, 0);
         self.delay_sum_ms = 0.0;
         self.max_age_ms = 0.0;
-        let current = self.grid.nearest_start(now);
-        let period = current - 1;
-        self.current = current;
-        Some((period, sample, refused))
+        Some((sample, refused))
     }
 }
 

@@ -14,7 +14,6 @@ mod excitation;
 #[cfg(test)]
 mod fluid_queue;
 mod loop_core;
-mod period_grid;
 mod predictor;
 mod sharing;
 mod shedder;

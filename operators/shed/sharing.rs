@@ -60,12 +60,12 @@ pub(crate) struct Periods {
 }
 
 impl Periods {
-    /// For worker `me` of `workers`, from period `first` on.
-    pub(crate) fn new(workers: usize, me: usize, patience: u64, first: u64) -> Self {
+    /// For worker `me` of `workers`.
+    pub(crate) fn new(workers: usize, me: usize, patience: u64) -> Self {
         Periods {
             workers,
             me,
-            next: first,
+            next: 0,
             waiting: BTreeMap::new(),
             patience,
         }
@@ -85,28 +85,8 @@ impl Periods {
     }
 
     /// The next period to decide, once every worker's share of it has come,
-    /// or once `patience` more periods have ended on this worker. `ended`:
-    /// every period before it has ended on this worker. A period this
-    /// worker ended without a share of its own (its first, or one a stall
-    /// of the process spanned) is not decided: its peers' shares of it go.
+    /// or once this worker has ended `patience` more of its own periods.
     pub(crate) fn next_ready(&mut self, ended: u64) -> Option<Combined> {
-        while self.next < ended {
-            match self.waiting.get(&self.next) {
-                Some(shares) if shares[self.me].is_some() => break,
-                Some(_) => {
-                    self.waiting.remove(&self.next);
-                    self.next += 1;
-                }
-                // Nobody's share of it: on to the next heard of.
-                None => {
-                    self.next = self
-                        .waiting
-                        .range(self.next..)
-                        .next()
-                        .map_or(ended, |(&period, _)| period.min(ended))
-                }
-            }
-        }
         let shares = self.waiting.get(&self.next)?;
         let (period, own) = (self.next, shares[self.me]?.sample);
         let complete = shares.iter().all(Option::is_some);
@@ -236,32 +216,23 @@ mod tests {
 
     #[test]
     fn every_worker_decides_each_period_on_the_same_combination_in_order() {
-        // Two workers hear the same shares in different orders (each its
-        // own as it ends its periods).
+        // Two workers hear the same shares in different orders.
         let shares = [
             share(0, 0, 800.0, 100.0),
             share(1, 0, 200.0, 120.0),
             share(0, 1, 900.0, 140.0),
             share(1, 1, 100.0, 160.0),
         ];
-        let mut a = Periods::new(2, 0, 3, 0);
-        let mut b = Periods::new(2, 1, 3, 0);
+        let mut a = Periods::new(2, 0, 3);
+        let mut b = Periods::new(2, 1, 3);
         let (mut seen_a, mut seen_b) = (Vec::new(), Vec::new());
-        let mut ended = 0;
         for s in shares {
             a.hear(s);
-            if s.worker == 0 {
-                ended = s.period + 1;
-            }
-            seen_a.extend(std::iter::from_fn(|| a.next_ready(ended)));
+            seen_a.extend(std::iter::from_fn(|| a.next_ready(2)));
         }
-        ended = 0;
-        for s in [shares[2], shares[1], shares[0], shares[3]] {
-            b.hear(s);
-            if s.worker == 1 {
-                ended = s.period + 1;
-            }
-            seen_b.extend(std::iter::from_fn(|| b.next_ready(ended)));
+        for s in shares.iter().rev() {
+            b.hear(*s);
+            seen_b.extend(std::iter::from_fn(|| b.next_ready(2)));
         }
         let samples = |seen: &[Combined]| seen.iter().map(|c| c.sample).collect::<Vec<_>>();
         assert_eq!(samples(&seen_a), samples(&seen_b));
@@ -297,7 +268,7 @@ mod tests {
 
     #[test]
     fn a_worker_that_stopped_sending_is_waited_for_a_few_periods_then_counted_as_idle() {
-        let mut periods = Periods::new(2, 0, 3, 0);
+        let mut periods = Periods::new(2, 0, 3);
         periods.hear(share(0, 0, 800.0, 100.0));
         for ended in 1..=3 {
             assert!(periods.next_ready(ended).is_none(), "{ended} periods ended");
@@ -311,41 +282,8 @@ mod tests {
     }
 
     #[test]
-    fn periods_a_worker_ended_without_a_share_are_not_decided() {
-        // Worker 0 starts late in period 40 and ends its first at 41; it
-        // stalls over 43 and 44 and ends the stall with 44's end.
-        let mut periods = Periods::new(2, 0, 3, 40);
-        for period in [40, 41, 42, 43, 44, 45] {
-            periods.hear(share(1, period, 100.0, 10.0));
-        }
-        let decide =
-            |periods: &mut Periods, ended| std::iter::from_fn(|| periods.next_ready(ended)).collect::<Vec<_>>();
-        assert!(
-            decide(&mut periods, 41).is_empty(),
-            "period 40 ended without a share of its own"
-        );
-        periods.hear(share(0, 41, 300.0, 10.0));
-        let decided = decide(&mut periods, 42);
-        assert_eq!(decided.iter().map(|c| c.period).collect::<Vec<_>>(), vec![41]);
-        assert_eq!(decided[0].sample.arrival_rate, 200.0);
-        periods.hear(share(0, 42, 300.0, 10.0));
-        periods.hear(share(0, 44, 300.0, 10.0));
-        let decided = decide(&mut periods, 45);
-        assert_eq!(decided.iter().map(|c| c.period).collect::<Vec<_>>(), vec![42, 44]);
-        assert!(decided.iter().all(|c| c.shares.len() == 2));
-        // A share of a period skipped changes nothing.
-        periods.hear(share(1, 43, 100.0, 10.0));
-        assert!(decide(&mut periods, 45).is_empty());
-        periods.hear(share(0, 45, 300.0, 10.0));
-        assert_eq!(
-            decide(&mut periods, 46).iter().map(|c| c.period).collect::<Vec<_>>(),
-            vec![45]
-        );
-    }
-
-    #[test]
     fn a_stall_anywhere_holds_every_workers_decision() {
-        let mut periods = Periods::new(2, 1, 3, 0);
+        let mut periods = Periods::new(2, 1, 3);
         periods.hear(Share {
             stalled: true,
             ..share(0, 0, 800.0, 100.0)
@@ -410,7 +348,7 @@ mod tests {
 
     #[test]
     fn shares_far_ahead_are_not_kept() {
-        let mut periods = Periods::new(2, 0, 3, 0);
+        let mut periods = Periods::new(2, 0, 3);
         for period in 0..10 * AHEAD {
             periods.hear(share(1, period, 100.0, 10.0));
         }
