@@ -36,8 +36,9 @@ pub struct LoopEvent {
     /// Which loop.
     pub kind: LoopKind,
     /// The period's number on this worker, counted from 0 at the loop's
-    /// start: a shared loop's workers decide each number on the same
-    /// combination of shares.
+    /// start. A shared loop's workers combine their shares of a number;
+    /// each counts its own periods, so a busy worker can fall behind its
+    /// peers, and `shares` then shows decisions made without it.
     pub period: u64,
     /// When the period ended, since the loop started.
     pub period_end: Duration,
