@@ -18,16 +18,16 @@ const SHARE: f64 = 0.01;
 /// ... or this many bytes, whichever is larger.
 const FLOOR: u64 = 2 << 20;
 
-/// The resident memory of this process, bytes (Linux: `/proc/self/statm`).
+/// The resident memory of this process, bytes (Linux: `VmRSS` in
+/// `/proc/self/status`, in kB, whatever the page size).
 pub fn rss_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").expect("a soak reads /proc/self/statm (Linux)");
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|field| field.parse().ok())
-        .expect("statm's resident field");
-    // The page size of every Linux this runs on; statm counts pages.
-    pages * 4096
+    let status = std::fs::read_to_string("/proc/self/status").expect("a soak reads /proc/self/status (Linux)");
+    let kb: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|field| field.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("status's VmRSS line");
+    kb * 1024
 }
 
 /// A running soak, shared by the workers of its process.
