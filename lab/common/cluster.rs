@@ -287,6 +287,14 @@ fn connect(addresses: &[String], me: usize, fingerprint: &str, timeout: Duration
             Err(e) => return Err(failed(e.to_string())),
         }
     }
+    // Timely's own connect sets TCP_NODELAY; without it Nagle's algorithm
+    // holds each small message back until the peer's delayed ACK (40 ms on
+    // Linux), and a job waiting on round trips crawls.
+    for stream in links.iter().flatten().flatten() {
+        stream
+            .set_nodelay(true)
+            .map_err(|e| failed(format!("TCP_NODELAY: {e}")))?;
+    }
     let [data, watch] = links;
     Ok(Links { data, watch })
 }
