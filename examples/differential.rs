@@ -26,6 +26,7 @@ use equipoise::pkg::{key_hash, PkgCountCollection, PkgEvent, Scheme, LOG_NAME};
 use equipoise_lab::common::cluster::ClusterArgs;
 use equipoise_lab::common::driver::run_gathered;
 use equipoise_lab::common::keys::{KeySampler, KeySpec};
+use equipoise_lab::common::latency::LatencySummary;
 use equipoise_lab::common::log_file::LogFile;
 use equipoise_lab::common::program::write_report;
 use serde::{Deserialize, Serialize};
@@ -85,6 +86,8 @@ struct Args {
 struct WorkerFigures {
     digest: u64,
     elapsed_s: f64,
+    /// Each epoch's latency, from its first update to the probe passing it.
+    latencies_us: Vec<u64>,
 }
 
 /// The report: `--report`'s JSON.
@@ -105,6 +108,9 @@ struct Report {
     /// diff × splitmix64(key_hash((key, count, time))): the same for every
     /// counter, and different if any count came at another time.
     counts_digest: u64,
+    /// Epoch latency (from an epoch's first update to its last count),
+    /// over the epochs of every worker.
+    latency_ms: LatencySummary,
 }
 
 fn main() -> ExitCode {
@@ -162,7 +168,9 @@ fn run(args: Args) -> Result<(), Error> {
         // This worker's share of epoch `epoch`'s inserts.
         let share = |epoch: u64| (epoch * inserts + index..(epoch + 1) * inserts).step_by(peers as usize);
         let start = Instant::now();
+        let mut latencies_us = Vec::with_capacity(epochs as usize);
         for epoch in 0..epochs {
+            let began = Instant::now();
             for record in share(epoch) {
                 input.insert(sampler.rank(record) as u64);
             }
@@ -178,10 +186,12 @@ fn run(args: Args) -> Result<(), Error> {
             while probe.less_than(input.time()) {
                 worker.step_or_park(None);
             }
+            latencies_us.push(began.elapsed().as_micros() as u64);
         }
         WorkerFigures {
             digest: digest.get(),
             elapsed_s: start.elapsed().as_secs_f64(),
+            latencies_us,
         }
     };
 
@@ -194,6 +204,7 @@ fn run(args: Args) -> Result<(), Error> {
     let (keys, processes, workers) = (args.keys.to_string(), cluster.processes, cluster.total_workers());
     let assemble = move |figures: Vec<WorkerFigures>| {
         let elapsed_s = figures.iter().map(|f| f.elapsed_s).fold(0.0, f64::max);
+        let latencies: Vec<u64> = figures.iter().flat_map(|f| f.latencies_us.iter().copied()).collect();
         let updates = (epochs + retracted) * inserts;
         Report {
             counter: counter.clone(),
@@ -207,12 +218,13 @@ fn run(args: Args) -> Result<(), Error> {
             elapsed_s,
             updates_per_s: updates as f64 / elapsed_s.max(f64::MIN_POSITIVE),
             counts_digest: figures.iter().fold(0u64, |sum, f| sum.wrapping_add(f.digest)),
+            latency_ms: LatencySummary::from_micros(&latencies),
         }
     };
     if let Some(report) = run_gathered(&cluster, job, assemble)? {
         if !args.quiet {
             println!(
-                "{} on {} workers in {} process{}: {} updates in {:.2} s ({:.0} updates/s); counts digest {}",
+                "{} on {} workers in {} process{}: {} updates in {:.2} s ({:.0} updates/s), epoch latency p50 {:.1} ms, p99 {:.1} ms; counts digest {}",
                 report.counter,
                 report.workers,
                 report.processes,
@@ -220,6 +232,8 @@ fn run(args: Args) -> Result<(), Error> {
                 report.updates,
                 report.elapsed_s,
                 report.updates_per_s,
+                report.latency_ms.p50,
+                report.latency_ms.p99,
                 report.counts_digest
             );
         }

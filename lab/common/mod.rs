@@ -4,9 +4,11 @@
 
 pub mod cluster;
 pub mod driver;
+pub mod example_runs;
 pub mod gather;
 pub mod keys;
 pub mod latency;
+pub mod launch;
 pub mod lines;
 pub mod log_file;
 pub mod median;

@@ -147,7 +147,9 @@ impl Peer {
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => return Heard::Gone,
+                // A peer that said goodbye and exited with our last heartbeat
+                // unread resets the connection: its run ended well.
+                Err(_) => return if self.finished { Heard::Alive } else { Heard::Gone },
             }
         }
         if heard {
@@ -217,4 +219,55 @@ fn fail(what: &str) -> ! {
         .unwrap_or_default();
     eprintln!("{program}: {}", Error::Cluster(what.to_owned()));
     std::process::exit(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A connected pair on 127.0.0.1: (ours, theirs).
+    fn pair() -> (TcpStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let ours = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (theirs, _) = listener.accept().unwrap();
+        (ours, theirs)
+    }
+
+    /// Reads until the peer's connection is over (or a second has passed).
+    fn last_word(peer: &mut Peer) -> Heard {
+        let deadline = Instant::now() + Duration::from_secs(1);
+        loop {
+            let heard = peer.listen();
+            if matches!(heard, Heard::Gone) || Instant::now() >= deadline {
+                return heard;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn a_peer_that_said_goodbye_may_reset_the_connection() {
+        let (ours, mut theirs) = pair();
+        let mut peer = Peer::new(1, ours);
+        // Our heartbeat left unread makes their exit a reset, not a close.
+        peer.send(ALIVE);
+        std::thread::sleep(Duration::from_millis(20));
+        theirs.write_all(&[ALIVE, DONE]).unwrap();
+        drop(theirs);
+        assert!(matches!(last_word(&mut peer), Heard::Alive));
+        assert!(peer.finished);
+    }
+
+    #[test]
+    fn a_peer_gone_without_goodbye_is_lost() {
+        let (ours, mut theirs) = pair();
+        let mut peer = Peer::new(1, ours);
+        peer.send(ALIVE);
+        std::thread::sleep(Duration::from_millis(20));
+        theirs.write_all(&[ALIVE]).unwrap();
+        drop(theirs);
+        assert!(matches!(last_word(&mut peer), Heard::Gone));
+        assert!(!peer.finished);
+    }
 }
