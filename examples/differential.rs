@@ -13,6 +13,7 @@
 //! `--hostfile`. The counts digest is the same for every grouping, worker
 //! count and process count.
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -67,6 +68,9 @@ struct Args {
     /// Seed of the synthetic keys.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Epochs a worker may have open before waiting for the oldest.
+    #[arg(long, default_value_t = 1)]
+    max_in_flight: u64,
     /// Write the JSON report to PATH (from the process hosting worker 0).
     #[arg(long, value_name = "PATH")]
     report: Option<PathBuf>,
@@ -140,6 +144,7 @@ fn run(args: Args) -> Result<(), Error> {
     let sampler = Arc::new(KeySampler::new(&args.keys, args.seed));
     let (grouping, slack, epochs, inserts, window) =
         (args.grouping, args.slack, args.epochs, args.inserts, args.window);
+    let max_in_flight = args.max_in_flight.max(1);
 
     let job = move |worker: &mut timely::worker::Worker| {
         let (index, peers) = (worker.index() as u64, worker.peers() as u64);
@@ -169,8 +174,19 @@ fn run(args: Args) -> Result<(), Error> {
         let share = |epoch: u64| (epoch * inserts + index..(epoch + 1) * inserts).step_by(peers as usize);
         let start = Instant::now();
         let mut latencies_us = Vec::with_capacity(epochs as usize);
+        // Open epochs, oldest first, with when each began.
+        let mut open: VecDeque<(u64, Instant)> = VecDeque::new();
+        let mut retire = |open: &mut VecDeque<(u64, Instant)>| {
+            while let Some(&(epoch, began)) = open.front() {
+                if probe.less_equal(&epoch) {
+                    break;
+                }
+                latencies_us.push(began.elapsed().as_micros() as u64);
+                open.pop_front();
+            }
+        };
         for epoch in 0..epochs {
-            let began = Instant::now();
+            open.push_back((epoch, Instant::now()));
             for record in share(epoch) {
                 input.insert(sampler.rank(record) as u64);
             }
@@ -183,10 +199,14 @@ fn run(args: Args) -> Result<(), Error> {
             input.flush();
             // Parked while waiting, as timely's own loop does: a spinning
             // worker would take a core from the others.
-            while probe.less_than(input.time()) {
+            while open.len() as u64 >= max_in_flight {
                 worker.step_or_park(None);
+                retire(&mut open);
             }
-            latencies_us.push(began.elapsed().as_micros() as u64);
+        }
+        while !open.is_empty() {
+            worker.step_or_park(None);
+            retire(&mut open);
         }
         WorkerFigures {
             digest: digest.get(),
