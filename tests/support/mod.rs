@@ -4,9 +4,11 @@
 
 pub mod soak;
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use equipoise_lab::common::launch::{self, run_cluster, Shape};
 
 /// The path of example `name`, built by `cargo test` beside the tests.
 pub fn example(name: &str) -> PathBuf {
@@ -51,44 +53,15 @@ pub fn one_static_worker(args: &[&str], name: &str) -> serde_json::Value {
 
 /// A port on 127.0.0.1 that was free a moment ago.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    launch::free_port().unwrap()
 }
 
 /// Runs example `name` as 2 processes × 2 workers over a hostfile on
-/// 127.0.0.1, with `args` and `--report report`; fails the test unless both
-/// processes succeed.
+/// 127.0.0.1, with `args`, quiet, and writes the report to `report`; fails
+/// the test unless both processes succeed.
 pub fn run_two_processes(name: &str, args: &[&str], report: &Path) {
-    let hostfile = scratch(&format!("hosts-{name}-{}.txt", free_port()));
-    std::fs::write(
-        &hostfile,
-        format!("127.0.0.1:{}\n127.0.0.1:{}\n", free_port(), free_port()),
-    )
-    .unwrap();
-    let spawn = |process: &str| -> Child {
-        let mut all: Vec<&str> = args.to_vec();
-        all.extend([
-            "-w",
-            "2",
-            "-n",
-            "2",
-            "-p",
-            process,
-            "--hostfile",
-            hostfile.to_str().unwrap(),
-            "--quiet",
-        ]);
-        all.extend(["--report", report.to_str().unwrap()]);
-        Command::new(example(name))
-            .args(&all)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
-    let second = spawn("1");
-    let first = spawn("0");
-    for child in [first, second] {
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    }
+    let args: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();
+    let json = run_cluster(&example(name), &args, Shape::new(2, 2), Duration::from_secs(600))
+        .unwrap_or_else(|error| panic!("{name} as 2 processes: {error}"));
+    std::fs::write(report, json.to_string()).unwrap();
 }
