@@ -175,3 +175,37 @@ fn scratch_dir() -> Result<PathBuf, Error> {
     })?;
     Ok(dir)
 }
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// A shell script in the scratch directory that ignores its arguments.
+    fn script(name: &str, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = scratch_dir().unwrap().join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_failing_process_ends_the_run_with_its_last_line() {
+        let program = script("fails.sh", "echo starting >&2; echo 'bad flag' >&2; exit 3");
+        let error = run_cluster(&program, &[], Shape::new(2, 1), Duration::from_secs(30)).unwrap_err();
+        let text = error.to_string();
+        assert!(text.contains("fails.sh process") && text.contains("bad flag"), "{text}");
+    }
+
+    #[test]
+    fn a_run_past_its_timeout_is_ended() {
+        let program = script("hangs.sh", "sleep 30");
+        let started = Instant::now();
+        let error = run_cluster(&program, &[], Shape::new(2, 1), Duration::from_millis(200)).unwrap_err();
+        assert!(error.to_string().contains("did not finish within 0.2 s"), "{error}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the processes were not ended"
+        );
+    }
+}
