@@ -1,7 +1,9 @@
 //! Clusters that cannot run fail loudly: every process exits non-zero,
 //! soon, with one line naming what is wrong and where.
 
-use std::process::{Child, Command, Stdio};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use support::{free_port, scratch};
@@ -36,18 +38,22 @@ fn two_hosts(name: &str) -> std::path::PathBuf {
 }
 
 /// Process `process` of two of example `command[0]` (with its subcommand,
-/// if any, after it) over `hostfile`, quiet, with `args`; its stderr
-/// captured.
-fn spawn(command: &[&str], process: &str, hostfile: &std::path::Path, args: &[&str]) -> std::process::Child {
-    Command::new(support::example(command[0]))
+/// if any, after it) over `hostfile`, with `args`; its stderr captured.
+fn command(command: &[&str], process: &str, hostfile: &std::path::Path, args: &[&str]) -> Command {
+    let mut started = Command::new(support::example(command[0]));
+    started
         .args(&command[1..])
-        .args(["--quiet", "-n", "2", "-p", process, "--hostfile"])
+        .args(["-n", "2", "-p", process, "--hostfile"])
         .arg(hostfile)
         .args(args)
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+        .stderr(Stdio::piped());
+    started
+}
+
+/// The same, quiet, started.
+fn spawn(what: &[&str], process: &str, hostfile: &std::path::Path, args: &[&str]) -> Child {
+    command(what, process, hostfile, args).arg("--quiet").spawn().unwrap()
 }
 
 /// A small word count: 100 records unless `extra` says otherwise.
@@ -123,30 +129,65 @@ fn spatial_processes_with_different_points_refuse_to_run() {
     all_refuse(children, &["`--points 100`", "`--points 200`"]);
 }
 
-/// Two shedding processes that would run for 30 s, and the moment they
-/// are surely connected and running; `args` for process 1.
-fn a_long_run(name: &str, args: &[&str]) -> [Child; 2] {
+/// A process of a long run, its stderr read as it comes.
+struct Running {
+    child: Child,
+    /// Its stderr but for progress lines, once it has exited.
+    stderr: std::thread::JoinHandle<String>,
+}
+
+impl Running {
+    /// Waits for it to exit: its status and stderr.
+    fn finish(mut self) -> (ExitStatus, String) {
+        let status = self.child.wait().unwrap();
+        (status, self.stderr.join().unwrap())
+    }
+}
+
+/// Two shedding processes that would run for 30 s, once both are connected
+/// and running: process 0 reports progress (its first line comes a second
+/// into the dataflow, which starts only once both are connected); `args`
+/// for process 1.
+fn a_long_run(name: &str, args: &[&str]) -> [Running; 2] {
     let hostfile = two_hosts(name);
     let long = ["--duration-s", "30", "--profile", "constant:1000"];
-    let started = [
-        spawn(&["shedding", "run"], "0", &hostfile, &long),
+    let (ready, running) = mpsc::channel();
+    let processes = [
+        command(&["shedding", "run"], "0", &hostfile, &long).spawn().unwrap(),
         spawn(&["shedding", "run"], "1", &hostfile, &[&long[..], args].concat()),
-    ];
-    // Time for both to start and connect: the tests of this file run at
-    // once, a dozen processes on this machine's 2 cores, and a clean CI run
-    // once froze process 0 (SIGSTOP) before it had connected at 3 s.
-    std::thread::sleep(Duration::from_secs(6));
-    started
+    ]
+    .map(|mut child| {
+        let pipe = child.stderr.take().unwrap();
+        let ready = ready.clone();
+        let stderr = std::thread::spawn(move || {
+            let mut said = String::new();
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                if line.starts_with("[shedding]") {
+                    let _ = ready.send(());
+                } else {
+                    said.push_str(&line);
+                    said.push('\n');
+                }
+            }
+            said
+        });
+        Running { child, stderr }
+    });
+    // Many processes share this machine's cores while the tests run: allow
+    // a minute to connect.
+    running
+        .recv_timeout(Duration::from_secs(60))
+        .expect("process 0 reported no progress within 60 s");
+    processes
 }
 
 /// What a process said on stderr, once it exited, and how long it took;
 /// fails the test unless it exited non-zero, without a panic, with one line
 /// besides the start-up's waiting line, saying all of `expected`.
-fn one_line_failure(child: Child, since: Instant, expected: &[&str]) -> Duration {
-    let out = child.wait_with_output().unwrap();
+fn one_line_failure(process: Running, since: Instant, expected: &[&str]) -> Duration {
+    let (status, stderr) = process.finish();
     let took = since.elapsed();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
+    assert!(!status.success(), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     let said: Vec<&str> = stderr.lines().filter(|line| !line.contains("waiting for")).collect();
     assert_eq!(said.len(), 1, "{stderr}");
@@ -157,14 +198,14 @@ fn one_line_failure(child: Child, since: Instant, expected: &[&str]) -> Duration
 #[test]
 fn a_peer_killed_mid_run_ends_the_other_with_one_line() {
     let [survivor, mut killed] = a_long_run("killed-hosts.txt", &[]);
-    killed.kill().unwrap();
+    killed.child.kill().unwrap();
     let since = Instant::now();
     let took = one_line_failure(
         survivor,
         since,
         &["process 1 at 127.0.0.1:", "disconnected during the run"],
     );
-    killed.wait().unwrap();
+    killed.finish();
     assert!(took < Duration::from_secs(10), "{took:?}");
 }
 
@@ -172,17 +213,16 @@ fn a_peer_killed_mid_run_ends_the_other_with_one_line() {
 fn a_frozen_peer_is_given_up_after_the_stall_timeout() {
     let [mut frozen, waiting] = a_long_run("frozen-hosts.txt", &["--stall-timeout-s", "2"]);
     let status = Command::new("kill")
-        .args(["-STOP", &frozen.id().to_string()])
+        .args(["-STOP", &frozen.child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
     let since = Instant::now();
-    let out = waiting.wait_with_output().unwrap();
+    let (status, stderr) = waiting.finish();
     let took = since.elapsed();
-    frozen.kill().unwrap();
-    frozen.wait().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
+    frozen.child.kill().unwrap();
+    frozen.finish();
+    assert!(!status.success(), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(
         stderr.contains("nothing from process 0 at 127.0.0.1:")
