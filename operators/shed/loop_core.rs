@@ -317,7 +317,7 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
         while let Some(combined) = self.periods.next_ready(self.ended) {
             let mut controlled = combined.sample;
             if self.prediction == Prediction::Smith {
-                controlled.delay_ms = self.predictor.predict(&combined.sample);
+                controlled.delay_ms = self.predictor.predict(&combined.sample, combined.stalled);
             }
             let admitted = (!(self.guarded && combined.stalled)).then(|| {
                 self.last = combined.sample;

@@ -42,12 +42,19 @@ const MAX_PERIODS: usize = 256;
 /// Readings of the model mismatch the correction is the median of.
 const MISMATCHES: usize = 5;
 
+/// How far the backlog count may exceed the records admitted since the
+/// output's oldest incomplete time before the prediction trusts the
+/// frontier instead (the two agree in a FIFO queue; the slack keeps
+/// rounding from binding).
+const FRONTIER_SLACK: f64 = 1.5;
+
 /// A Smith predictor for the frontier delay.
 #[derive(Debug, Clone)]
 pub(crate) struct DelayPredictor {
-    /// (end of the period, admitted − processed records since the start),
-    /// newest first, from (0, 0) or the oldest of the last [`MAX_PERIODS`].
-    backlog: VecDeque<(f64, f64)>,
+    /// (end of the period, admitted − processed records since the start,
+    /// admitted records since the start), newest first, from (0, 0, 0) or
+    /// the oldest of the last [`MAX_PERIODS`].
+    backlog: VecDeque<(f64, f64, f64)>,
     /// The latest readings of the model mismatch, ms, oldest first.
     mismatches: VecDeque<f64>,
 }
@@ -55,7 +62,7 @@ pub(crate) struct DelayPredictor {
 impl Default for DelayPredictor {
     fn default() -> Self {
         DelayPredictor {
-            backlog: VecDeque::from([(0.0, 0.0)]),
+            backlog: VecDeque::from([(0.0, 0.0, 0.0)]),
             mismatches: VecDeque::with_capacity(MISMATCHES + 1),
         }
     }
@@ -63,37 +70,60 @@ impl Default for DelayPredictor {
 
 impl DelayPredictor {
     /// Records the period in `sample` and predicts the delay of a record
-    /// admitted now, ms.
-    pub(crate) fn predict(&mut self, sample: &PeriodSample) -> f64 {
-        let (end, backlog) = self.backlog[0];
+    /// admitted now, ms. A period that measured a stall of the process
+    /// (`stalled`) adds its records to the backlog, but its oldest record's
+    /// age, the stall's, does not correct the model: early in a run, with
+    /// fewer readings than the median needs to outvote it, it would hold
+    /// the prediction up by the stall's length after the process has
+    /// caught up.
+    ///
+    /// The backlog count is trusted only as far as the output frontier
+    /// allows: every record admitted before the oldest incomplete time is
+    /// done, so at most those admitted since can wait. Counts that lag the
+    /// frontier (a burst right after a stall, when the dataflow already
+    /// caught up) would otherwise read as overload.
+    pub(crate) fn predict(&mut self, sample: &PeriodSample, stalled: bool) -> f64 {
+        let (end, backlog, admitted) = self.backlog[0];
         let now = end + sample.length_ms;
         let backlog = backlog + (sample.admitted_rate - sample.processed_rate) * sample.length_ms / 1000.0;
-        self.backlog.push_front((now, backlog));
+        let admitted = admitted + sample.admitted_rate * sample.length_ms / 1000.0;
+        self.backlog.push_front((now, backlog, admitted));
         self.backlog.truncate(MAX_PERIODS);
         let rate = sample.processed_rate.max(1.0) / 1000.0;
         // How far the oldest record's age differs from what the model says
         // it waited for (the backlog when it arrived): other workers' lag,
         // processing slices, noise.
-        self.mismatches
-            .push_back(sample.age_ms - self.backlog_at(now - sample.age_ms) / rate);
-        if self.mismatches.len() > MISMATCHES {
-            self.mismatches.pop_front();
+        if !stalled {
+            self.mismatches
+                .push_back(sample.age_ms - self.at(now - sample.age_ms).0 / rate);
+            if self.mismatches.len() > MISMATCHES {
+                self.mismatches.pop_front();
+            }
         }
         let mut sorted: Vec<f64> = self.mismatches.iter().copied().collect();
         sorted.sort_by(f64::total_cmp);
-        (backlog / rate + sorted[sorted.len() / 2]).max(0.0)
+        let correction = sorted.get(sorted.len() / 2).copied().unwrap_or(0.0);
+        let waiting = backlog.min(FRONTIER_SLACK * (admitted - self.at(now - sample.age_ms).1));
+        (waiting / rate + correction).max(0.0)
     }
 
-    /// The backlog count at time `t`, linear within a period (arrivals are
-    /// spread over it).
-    fn backlog_at(&self, t: f64) -> f64 {
-        for (&(newer_t, newer), &(older_t, older)) in self.backlog.iter().zip(self.backlog.iter().skip(1)) {
+    /// The backlog and admitted counts at time `t`, linear within a period
+    /// (arrivals are spread over it).
+    fn at(&self, t: f64) -> (f64, f64) {
+        for (&(newer_t, newer, newer_in), &(older_t, older, older_in)) in
+            self.backlog.iter().zip(self.backlog.iter().skip(1))
+        {
             if t >= older_t {
                 let share = ((t - older_t) / (newer_t - older_t).max(1e-9)).min(1.0);
-                return older + share * (newer - older);
+                return (
+                    older + share * (newer - older),
+                    older_in + share * (newer_in - older_in),
+                );
             }
         }
-        self.backlog.back().map_or(0.0, |&(_, oldest)| oldest)
+        self.backlog
+            .back()
+            .map_or((0.0, 0.0), |&(_, oldest, oldest_in)| (oldest, oldest_in))
     }
 }
 
@@ -121,7 +151,7 @@ mod tests {
             .chain(std::iter::repeat_n(1500.0, 20));
         for (k, rate) in admitted.enumerate() {
             let (age, processed) = fifo.step(rate, capacity, period);
-            let predicted = predictor.predict(&sample(age, rate, processed));
+            let predicted = predictor.predict(&sample(age, rate, processed), false);
             let newest = 1000.0 * fifo.backlog() / capacity;
             assert!(
                 (predicted - newest).abs() <= 1e-6 * newest.max(1.0),
@@ -134,7 +164,7 @@ mod tests {
     fn without_a_backlog_change_the_prediction_is_the_measurement() {
         let mut predictor = DelayPredictor::default();
         for _ in 0..10 {
-            assert_eq!(predictor.predict(&sample(250.0, 800.0, 800.0)), 250.0);
+            assert_eq!(predictor.predict(&sample(250.0, 800.0, 800.0), false), 250.0);
         }
     }
 
@@ -144,9 +174,35 @@ mod tests {
         // record is seconds old; the next periods are as before.
         let mut predictor = DelayPredictor::default();
         for _ in 0..5 {
-            assert_eq!(predictor.predict(&sample(250.0, 800.0, 800.0)), 250.0);
+            assert_eq!(predictor.predict(&sample(250.0, 800.0, 800.0), false), 250.0);
         }
-        assert_eq!(predictor.predict(&sample(5000.0, 800.0, 800.0)), 250.0);
-        assert_eq!(predictor.predict(&sample(250.0, 800.0, 800.0)), 250.0);
+        assert_eq!(predictor.predict(&sample(5000.0, 800.0, 800.0), false), 250.0);
+        assert_eq!(predictor.predict(&sample(250.0, 800.0, 800.0), false), 250.0);
+    }
+
+    #[test]
+    fn a_stall_at_the_start_does_not_hold_the_prediction_up() {
+        // The process stalls through the first period (its oldest record
+        // waits 160 ms for nothing in the queue); resumed, it catches up
+        // on the burst at once. Counted as a reading, the stall was the
+        // larger of the first two and held the prediction 150 ms up.
+        let mut predictor = DelayPredictor::default();
+        predictor.predict(&sample(160.0, 100.0, 60.0), true);
+        let after = predictor.predict(&sample(10.0, 3000.0, 3000.0), false);
+        assert!(after < 20.0, "{after}");
+    }
+
+    #[test]
+    fn a_backlog_the_frontier_has_passed_is_not_predicted() {
+        // A burst the dataflow worked off within the period, while the
+        // counts of processed records lag: by the counts 230 records wait
+        // (330 ms at 700/s), by the frontier (10 ms old) at most those
+        // admitted in the last 10 ms.
+        let mut predictor = DelayPredictor::default();
+        for _ in 0..5 {
+            predictor.predict(&sample(10.0, 700.0, 700.0), false);
+        }
+        let burst = predictor.predict(&sample(10.0, 3000.0, 700.0), false);
+        assert!(burst < 100.0, "{burst}");
     }
 }
