@@ -37,7 +37,8 @@ struct Args {
     /// Rounds per row: the table shows medians.
     #[arg(long, default_value_t = 3)]
     runs: usize,
-    /// Which examples (wordcount, differential, spatial, shedding, throttle).
+    /// Which examples (wordcount, differential, spatial, shedding,
+    /// throttle; `none`: only the `--also` rows).
     #[arg(long, value_delimiter = ',')]
     examples: Vec<String>,
     /// A further row of an example with flags beyond its defaults, as
@@ -72,6 +73,14 @@ struct Row {
 fn main() {
     let args = Args::parse();
     let bin_dir = args.bin_dir.clone().unwrap_or_else(build_examples);
+    let known: Vec<String> = ExampleRun::all().into_iter().map(|run| run.name).collect();
+    if let Some(unknown) = args
+        .examples
+        .iter()
+        .find(|name| *name != "none" && !known.contains(name))
+    {
+        panic!("--examples {unknown}: not one of {} or none", known.join(", "));
+    }
     let mut examples: Vec<ExampleRun> = ExampleRun::all()
         .into_iter()
         .filter(|run| args.examples.is_empty() || args.examples.contains(&run.name))
@@ -79,7 +88,7 @@ fn main() {
     for also in &args.also {
         let (name, flags) = also.split_once(':').unwrap_or((also, ""));
         let Some(run) = ExampleRun::all().into_iter().find(|run| run.name == name) else {
-            panic!("--also {also}: no example {name}");
+            panic!("--also {also}: {name} is not one of {}", known.join(", "));
         };
         examples.push(run.with(&flags.split_whitespace().collect::<Vec<_>>()));
     }
