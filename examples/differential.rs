@@ -13,7 +13,6 @@
 //! `--hostfile`. The counts digest is the same for every grouping, worker
 //! count and process count.
 
-use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -25,7 +24,7 @@ use equipoise::common::hash::splitmix64;
 use equipoise::common::Error;
 use equipoise::pkg::{key_hash, PkgCountCollection, PkgEvent, Scheme, LOG_NAME};
 use equipoise_lab::common::cluster::ClusterArgs;
-use equipoise_lab::common::driver::run_gathered;
+use equipoise_lab::common::driver::{run_gathered, OpenEpochs};
 use equipoise_lab::common::keys::{KeySampler, KeySpec};
 use equipoise_lab::common::latency::LatencySummary;
 use equipoise_lab::common::log_file::LogFile;
@@ -173,20 +172,9 @@ fn run(args: Args) -> Result<(), Error> {
         // This worker's share of epoch `epoch`'s inserts.
         let share = |epoch: u64| (epoch * inserts + index..(epoch + 1) * inserts).step_by(peers as usize);
         let start = Instant::now();
-        let mut latencies_us = Vec::with_capacity(epochs as usize);
-        // Open epochs, oldest first, with when each began.
-        let mut open: VecDeque<(u64, Instant)> = VecDeque::new();
-        let mut retire = |open: &mut VecDeque<(u64, Instant)>| {
-            while let Some(&(epoch, began)) = open.front() {
-                if probe.less_equal(&epoch) {
-                    break;
-                }
-                latencies_us.push(began.elapsed().as_micros() as u64);
-                open.pop_front();
-            }
-        };
+        let mut open = OpenEpochs::with_capacity(epochs);
         for epoch in 0..epochs {
-            open.push_back((epoch, Instant::now()));
+            open.begin(epoch);
             for record in share(epoch) {
                 input.insert(sampler.rank(record) as u64);
             }
@@ -201,17 +189,17 @@ fn run(args: Args) -> Result<(), Error> {
             // worker would take a core from the others.
             while open.len() as u64 >= max_in_flight {
                 worker.step_or_park(None);
-                retire(&mut open);
+                open.retire(&probe);
             }
         }
         while !open.is_empty() {
             worker.step_or_park(None);
-            retire(&mut open);
+            open.retire(&probe);
         }
         WorkerFigures {
             digest: digest.get(),
             elapsed_s: start.elapsed().as_secs_f64(),
-            latencies_us,
+            latencies_us: open.latencies_us,
         }
     };
 

@@ -52,6 +52,51 @@ pub struct EpochTimes {
     pub elapsed_s: f64,
 }
 
+/// The epochs a worker has fed whose output is not yet complete, oldest
+/// first, with when each began; retiring them records their latencies.
+#[derive(Debug, Default)]
+pub struct OpenEpochs {
+    open: VecDeque<(u64, Instant)>,
+    /// Completion latency of each retired epoch, in microseconds.
+    pub latencies_us: Vec<u64>,
+}
+
+impl OpenEpochs {
+    /// Room for the latencies of `epochs` epochs.
+    pub fn with_capacity(epochs: u64) -> Self {
+        OpenEpochs {
+            open: VecDeque::new(),
+            latencies_us: Vec::with_capacity(epochs as usize),
+        }
+    }
+
+    /// `epoch` begins now.
+    pub fn begin(&mut self, epoch: u64) {
+        self.open.push_back((epoch, Instant::now()));
+    }
+
+    /// Retires, oldest first, the epochs `probe` has passed.
+    pub fn retire(&mut self, probe: &ProbeHandle<u64>) {
+        while let Some(&(epoch, began)) = self.open.front() {
+            if probe.less_equal(&epoch) {
+                break;
+            }
+            self.latencies_us.push(began.elapsed().as_micros() as u64);
+            self.open.pop_front();
+        }
+    }
+
+    /// Epochs open.
+    pub fn len(&self) -> usize {
+        self.open.len()
+    }
+
+    /// Whether none is open.
+    pub fn is_empty(&self) -> bool {
+        self.open.is_empty()
+    }
+}
+
 /// Feeds epochs `0..epochs` into `input` (`feed` sends this worker's records
 /// of an epoch), keeping at most `max_in_flight` epochs open, then closes the
 /// input and runs until `probe` is done. A worker waiting parks rather than
@@ -67,31 +112,18 @@ pub fn drive_epochs<D: Clone + 'static>(
     progress: Option<&str>,
     mut feed: impl FnMut(u64, &mut InputHandle<u64, CapacityContainerBuilder<Vec<D>>>),
 ) -> EpochTimes {
-    let mut open: VecDeque<(u64, Instant)> = VecDeque::new();
-    let mut times = EpochTimes {
-        latencies_us: Vec::with_capacity(epochs as usize),
-        elapsed_s: 0.0,
-    };
-    let retire = |open: &mut VecDeque<(u64, Instant)>, latencies: &mut Vec<u64>| {
-        while let Some(&(epoch, began)) = open.front() {
-            if probe.less_equal(&epoch) {
-                break;
-            }
-            latencies.push(began.elapsed().as_micros() as u64);
-            open.pop_front();
-        }
-    };
+    let mut open = OpenEpochs::with_capacity(epochs);
     let start = Instant::now();
     let mut last_progress = start;
     for epoch in 0..epochs {
-        open.push_back((epoch, Instant::now()));
+        open.begin(epoch);
         feed(epoch, &mut input);
         input.advance_to(epoch + 1);
         while open.len() as u64 >= max_in_flight.max(1) {
             worker.step_or_park(None);
-            retire(&mut open, &mut times.latencies_us);
+            open.retire(probe);
         }
-        retire(&mut open, &mut times.latencies_us);
+        open.retire(probe);
         if let Some(label) = progress.filter(|_| worker.index() == 0) {
             if last_progress.elapsed() >= Duration::from_secs(1) {
                 last_progress = Instant::now();
@@ -107,9 +139,11 @@ pub fn drive_epochs<D: Clone + 'static>(
     drop(input);
     while !probe.done() {
         worker.step_or_park(None);
-        retire(&mut open, &mut times.latencies_us);
+        open.retire(probe);
     }
-    retire(&mut open, &mut times.latencies_us);
-    times.elapsed_s = start.elapsed().as_secs_f64();
-    times
+    open.retire(probe);
+    EpochTimes {
+        latencies_us: open.latencies_us,
+        elapsed_s: start.elapsed().as_secs_f64(),
+    }
 }

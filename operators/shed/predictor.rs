@@ -93,9 +93,10 @@ impl DelayPredictor {
         // How far the oldest record's age differs from what the model says
         // it waited for (the backlog when it arrived): other workers' lag,
         // processing slices, noise.
+        // The counts when the output's oldest incomplete time began.
+        let (backlog_then, admitted_then) = self.at(now - sample.age_ms);
         if !stalled {
-            self.mismatches
-                .push_back(sample.age_ms - self.at(now - sample.age_ms).0 / rate);
+            self.mismatches.push_back(sample.age_ms - backlog_then / rate);
             if self.mismatches.len() > MISMATCHES {
                 self.mismatches.pop_front();
             }
@@ -103,7 +104,7 @@ impl DelayPredictor {
         let mut sorted: Vec<f64> = self.mismatches.iter().copied().collect();
         sorted.sort_by(f64::total_cmp);
         let correction = sorted.get(sorted.len() / 2).copied().unwrap_or(0.0);
-        let waiting = backlog.min(FRONTIER_SLACK * (admitted - self.at(now - sample.age_ms).1));
+        let waiting = backlog.min(FRONTIER_SLACK * (admitted - admitted_then));
         (waiting / rate + correction).max(0.0)
     }
 
