@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use equipoise::shed::default_poles;
 use equipoise::shed::{
-    design, fit_periods, nominal_pi, Auto, Controller, Excited, LoopPeriod, LoopSettings, Pi, Prediction, ShedLoop,
-    TimeSliced, NOMINAL_POLES,
+    design, fit_periods, nominal_pi, Auto, Controller, Excited, LoopEvent, LoopEventBuilder, LoopPeriod, LoopSettings,
+    Pi, Prediction, ShedLoop, TimeSliced, LOG_NAME, NOMINAL_POLES,
 };
-use timely::dataflow::operators::{Exchange, Input, Probe};
+use timely::dataflow::operators::{Exchange, Input, Inspect, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 
 const COST: Duration = Duration::from_micros(20);
@@ -388,4 +388,89 @@ fn identification_on_the_users_dataflow_finds_its_queue_and_a_stable_design() {
             }
         }
     }
+}
+
+/// What one worker's shared loop decided: `(period, shares combined, rate set)`.
+type Decided = Vec<(u64, usize, Option<f64>)>;
+
+#[test]
+fn a_busy_worker_decides_the_same_periods_as_an_idle_one() {
+    // Two workers share a loop of 10 ms periods for 2 s; worker 1 spends
+    // 30 ms in a stage of its own at every batch, so its loop wakes three
+    // periods late each time.
+    const PERIOD: Duration = Duration::from_millis(10);
+    const SECONDS: f64 = 2.0;
+    let _alone = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let decided: Vec<Decided> = timely::execute(timely::Config::process(2), |worker| {
+        let decided = Rc::new(RefCell::new(Decided::new()));
+        let log = Rc::clone(&decided);
+        worker.log_register().expect("logging").insert::<LoopEventBuilder, _>(
+            LOG_NAME,
+            move |_, events: &mut Option<Vec<(Duration, LoopEvent)>>| {
+                for (_, event) in events.iter().flatten() {
+                    log.borrow_mut().push((event.period, event.shares, event.rate));
+                }
+            },
+        );
+        let settings = LoopSettings::new(Duration::from_millis(300)).with_period(PERIOD);
+        let controller = Pi::new(nominal_pi(10.0, capacity(), default_poles(Prediction::Smith)), 300.0);
+        let mut input = InputHandle::new();
+        let output = ProbeHandle::new();
+        let busy = worker.index() == 1;
+        worker.dataflow::<u64, _, _>(|scope| {
+            let (admitted, _) = scope
+                .input_from(&mut input)
+                .shed_loop(&settings, controller, &output, |_: &u64| 0.0);
+            admitted
+                .inspect_core(move |event| {
+                    let began = Instant::now();
+                    while busy && event.is_ok() && began.elapsed() < 3 * PERIOD {}
+                })
+                .probe_with(&output);
+        });
+        let start = Instant::now();
+        while start.elapsed().as_secs_f64() < SECONDS {
+            let ms = start.elapsed().as_millis() as u64;
+            if *input.time() < ms {
+                input.advance_to(ms);
+            }
+            input.send(ms);
+            worker.step();
+        }
+        drop(input);
+        while !output.done() {
+            worker.step_or_park(None);
+        }
+        decided.take()
+    })
+    .unwrap()
+    .join()
+    .into_iter()
+    .map(|result| result.unwrap())
+    .collect();
+    let elapsed = (SECONDS / PERIOD.as_secs_f64()) as usize;
+    for (worker, periods) in decided.iter().enumerate() {
+        let alone = periods.iter().filter(|(_, shares, _)| *shares < 2).count();
+        println!(
+            "worker {worker}: {} periods decided, {alone} without the other's share",
+            periods.len()
+        );
+    }
+    // Both decide a period per 10 ms, each on both shares (but the last
+    // few, once one worker's input has ended) ...
+    for (worker, periods) in decided.iter().enumerate() {
+        assert!(
+            periods.len() * 10 >= elapsed * 9,
+            "worker {worker}: {} of {elapsed}",
+            periods.len()
+        );
+        let alone = periods.iter().filter(|(_, shares, _)| *shares < 2).count();
+        assert!(alone * 20 <= periods.len(), "worker {worker}: {alone} decided alone");
+    }
+    // ... and the same ones, in the same order, to the same rates.
+    let both =
+        |periods: &Decided| -> Decided { periods.iter().filter(|(_, shares, _)| *shares == 2).copied().collect() };
+    let (a, b) = (both(&decided[0]), both(&decided[1]));
+    let common = a.len().min(b.len());
+    assert_eq!(a[..common], b[..common]);
 }

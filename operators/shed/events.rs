@@ -35,16 +35,17 @@ pub struct LoopEvent {
     pub worker: usize,
     /// Which loop.
     pub kind: LoopKind,
-    /// The period's number on this worker, counted from 0 at the loop's
-    /// start. A shared loop's workers combine their shares of a number;
-    /// each counts its own periods, so a busy worker can fall behind its
-    /// peers, and `shares` then shows decisions made without it.
+    /// The period's number, counted from 0 at the loop's start: period k
+    /// ends k + 1 periods after it, however busy the worker. A shared
+    /// loop's workers combine their shares of a number, and decide the
+    /// same numbers in the same order.
     pub period: u64,
     /// When the period ended, since the loop started.
     pub period_end: Duration,
     /// How many workers' measurements the decision combined: all of the
-    /// loop's workers, unless one was waited for in vain (it stopped, or
-    /// lags by more than a few periods) and counted as idle.
+    /// loop's workers but those that stopped (their input ended) or were
+    /// waited for in vain (stuck for the target's worth of periods, and at
+    /// least three), counted as idle.
     pub shares: usize,
     /// What the controller was given: under a shared loop, the workers'
     /// mean rates (a throttle's arrival rate is what its sources asked for).

@@ -23,7 +23,7 @@ use super::closed_loop::{Clock, LoopSettings};
 use super::controller::{drop_fraction, Controller, PeriodSample};
 use super::events::{LoopEvent, LoopEventBuilder, LoopKind, LOG_NAME};
 use super::predictor::{DelayPredictor, Prediction};
-use super::sharing::{Combined, Periods, Share};
+use super::sharing::{Combined, Message, Periods, Share};
 
 /// Records let in per time not yet complete at the output, with when the
 /// loop first saw each time; shared by the loop and its handle, so that
@@ -87,8 +87,9 @@ const SAMPLES_PER_PERIOD: u32 = 10;
 /// reads 0 in one and twice capacity in the next.
 const RATE_WINDOW: Duration = Duration::from_millis(500);
 
-/// Periods a loop waits for a peer's share before deciding without it:
-/// the peer has stopped (its input ended), and what it admitted is done.
+/// Periods a loop waits at least for a peer's share before deciding
+/// without it (and at least the target's worth): the peer is stuck, and
+/// the loop acts without it rather than stop with it.
 const PATIENCE_PERIODS: u64 = 3;
 
 /// Sampling ticks the loop may go unscheduled in a period before the
@@ -138,7 +139,7 @@ pub(crate) struct Decision {
 }
 
 /// The channel of the workers' shares, outside progress tracking.
-type Channel = (Box<dyn Push<Bincode<Share>>>, Box<dyn Pull<Bincode<Share>>>);
+type Channel = (Box<dyn Push<Bincode<Message>>>, Box<dyn Pull<Bincode<Message>>>);
 
 /// A loop's measurements, sharing and controller, on one worker.
 pub(crate) struct LoopCore<T: Timestamp + TotalOrder, C> {
@@ -154,6 +155,9 @@ pub(crate) struct LoopCore<T: Timestamp + TotalOrder, C> {
     sharer: usize,
     /// This worker's periods ended so far.
     ended: u64,
+    period: Duration,
+    /// Whether this worker's loop has told its peers it stopped.
+    left: bool,
     meter: Meter<T>,
     predictor: DelayPredictor,
     output: ProbeHandle<T>,
@@ -185,7 +189,7 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
     ) -> Self {
         let channel = settings.global.then(|| {
             let worker = scope.worker();
-            worker.broadcast::<Bincode<Share>>(worker.new_identifier(), Rc::clone(&info.address))
+            worker.broadcast::<Bincode<Message>>(worker.new_identifier(), Rc::clone(&info.address))
         });
         // Without sharing, a loop of one: it decides on its own periods.
         let (workers, sharer) = if channel.is_some() {
@@ -206,9 +210,11 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
             target: settings.target,
             prediction: settings.prediction,
             channel,
-            periods: Periods::new(workers, sharer, PATIENCE_PERIODS),
+            periods: Periods::new(workers, sharer, patience(settings.target, settings.period)),
             sharer,
             ended: 0,
+            period: settings.period,
+            left: false,
             meter: Meter::new(settings, ledger),
             predictor: DelayPredictor::default(),
             output: output.clone(),
@@ -298,20 +304,29 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
         settle(&self.meter.ledger, &self.output);
         let least = self.output.with_frontier(|f| f.first().cloned());
         self.meter.observe(least.as_ref(), now);
-        if let Some((own, limited)) = self.meter.period_end(now, late) {
+        // Period k ends k + 1 periods after the start, however late the
+        // loop wakes: one share covers every period that has ended since.
+        let due = (now.saturating_duration_since(self.meter.started).as_nanos() / self.period.as_nanos()) as u64;
+        if due > self.ended {
+            let (own, limited) = self.meter.period_end(now, late);
             let share = Share {
                 worker: self.sharer,
                 period: self.ended,
+                span: due - self.ended,
                 sample: own,
                 stalled: std::mem::take(&mut self.gap) >= self.tick * STALL_TICKS,
                 limited,
             };
-            self.ended += 1;
-            self.periods.hear(share);
-            if let Some((push, _)) = self.channel.as_mut() {
-                push.send(Bincode::from(share));
-                push.done();
-            }
+            self.ended = due;
+            self.tell(Message::Share(share));
+        }
+        let finished = input_done && least.is_none();
+        if finished && !self.left {
+            self.left = true;
+            self.tell(Message::Left {
+                worker: self.sharer,
+                from: self.ended,
+            });
         }
         let mut decisions = Vec::new();
         while let Some(combined) = self.periods.next_ready(self.ended) {
@@ -350,11 +365,27 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
         }
         // Keep waking until the input is done and the output has
         // completed everything let in.
-        if !(input_done && least.is_none()) {
+        if !finished {
             self.activator.activate_after(self.tick);
         }
         decisions
     }
+
+    /// Hears this worker's own `message` and sends it to the peers.
+    fn tell(&mut self, message: Message) {
+        self.periods.hear(message);
+        if let Some((push, _)) = self.channel.as_mut() {
+            push.send(Bincode::from(message));
+            push.done();
+        }
+    }
+}
+
+/// How many periods a loop waits for a peer's share: [`PATIENCE_PERIODS`],
+/// or the target's worth of periods if more.
+fn patience(target: Duration, period: Duration) -> u64 {
+    let periods = target.as_nanos().div_ceil(period.as_nanos().max(1)) as u64;
+    periods.max(PATIENCE_PERIODS)
 }
 
 /// The loop's measurements: the ledger of records let in, and the running
@@ -447,12 +478,8 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
     /// which the processed rate leaves out (their times complete without
     /// costing any work: counted, they would read as capacity the dataflow
     /// does not have).
-    fn period_end(&mut self, now: Instant, late: u64) -> Option<(PeriodSample, bool)> {
-        let length = now.saturating_duration_since(self.period_start);
-        if length < self.period || self.samples == 0 {
-            return None;
-        }
-        let seconds = length.as_secs_f64();
+    fn period_end(&mut self, now: Instant, late: u64) -> (PeriodSample, bool) {
+        let seconds = now.saturating_duration_since(self.period_start).as_secs_f64().max(1e-6);
         let total = self.ledger.borrow().processed as f64 - late as f64;
         self.completed.push_back((now, total));
         while self.completed.len() > 2
@@ -465,7 +492,7 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
         let length_ms = seconds * 1000.0;
         let spread_ms = spread_above_trend(self.start_age_ms, self.age_ms, length_ms, &self.ages);
         let sample = PeriodSample {
-            delay_ms: self.delay_sum_ms / self.samples as f64,
+            delay_ms: self.delay_sum_ms / self.samples.max(1) as f64,
             arrival_rate: self.arrived as f64 / seconds,
             admitted_rate: self.admitted as f64 / seconds,
             processed_rate: ((total - before) / window).max(0.0),
@@ -481,7 +508,7 @@ impl<T: Timestamp + TotalOrder> Meter<T> {
         (self.arrived, self.admitted, self.samples) = (0, 0, 0);
         self.delay_sum_ms = 0.0;
         self.max_age_ms = 0.0;
-        Some((sample, refused))
+        (sample, refused)
     }
 }
 

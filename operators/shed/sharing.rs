@@ -1,6 +1,9 @@
 //! One loop across workers: every worker's loop broadcasts what it measured
 //! over each of its periods, and decides each period on the combination of
-//! every worker's measurements of that period, in period order. The
+//! every worker's measurements of that period, in period order. Periods
+//! are numbered by the clock (period k ends k + 1 periods after the loop
+//! started), so a busy worker that wakes late ends every period that has
+//! passed with one share, and its periods stay in step with its peers'. The
 //! controllers all start alike and see the same samples, so they set the
 //! same rate: a shedding loop's workers each drop the same fraction of
 //! their arrivals, and a throttle's split the rate over their readers
@@ -19,6 +22,9 @@ pub(crate) struct Share {
     pub worker: usize,
     /// Its period, counted from 0.
     pub period: u64,
+    /// How many periods, from `period` on, the share covers: more than one
+    /// when the worker woke only after several had ended.
+    pub span: u64,
     /// Its rates and delays over the period.
     pub sample: PeriodSample,
     /// Whether it stood still for much of the period (see `ShedLoop`).
@@ -26,6 +32,16 @@ pub(crate) struct Share {
     /// Whether its source was refused records it asked for (a throttle's
     /// loop): what it wants is more than it was allowed.
     pub limited: bool,
+}
+
+/// What a worker's loop tells the others.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub(crate) enum Message {
+    /// Its measurements of one or more periods.
+    Share(Share),
+    /// It has stopped (its input ended and the output completed
+    /// everything): from period `from` on, it reads nothing.
+    Left { worker: usize, from: u64 },
 }
 
 /// What every worker decides on for one period.
@@ -53,9 +69,11 @@ pub(crate) struct Periods {
     /// The next period to decide.
     next: u64,
     waiting: BTreeMap<u64, Vec<Option<Share>>>,
+    /// From which period on each worker has left.
+    left: Vec<Option<u64>>,
     /// How many of its own periods this worker waits for a missing share
-    /// (a worker whose input has ended and whose loop timely has retired
-    /// sends no more) before deciding without it.
+    /// before deciding without it: a peer that neither reports nor says it
+    /// left is stuck, and the loop must not stop with it.
     patience: u64,
 }
 
@@ -67,29 +85,39 @@ impl Periods {
             me,
             next: 0,
             waiting: BTreeMap::new(),
+            left: vec![None; workers],
             patience,
         }
     }
 
-    /// Takes in a worker's share (this worker's too). A share more than
-    /// [`AHEAD`] periods ahead of the next to decide is not kept: on a
+    /// Takes in a worker's message (this worker's shares too). Periods
+    /// more than [`AHEAD`] ahead of the next to decide are not kept: on a
     /// stream that never ends, a worker that lags its peers would otherwise
     /// keep their shares without bound; when it gets there it decides
-    /// without them, as for a peer that stopped.
-    pub(crate) fn hear(&mut self, share: Share) {
-        if share.period < self.next || share.period >= self.next + AHEAD || share.worker >= self.workers {
-            return;
+    /// without them, as for a peer that is stuck.
+    pub(crate) fn hear(&mut self, message: Message) {
+        match message {
+            Message::Share(share) if share.worker < self.workers => {
+                let (workers, next) = (self.workers, self.next);
+                for period in share.period.max(next)..(share.period + share.span).min(next + AHEAD) {
+                    self.waiting.entry(period).or_insert_with(|| vec![None; workers])[share.worker] = Some(share);
+                }
+            }
+            Message::Left { worker, from } if worker < self.workers => self.left[worker] = Some(from),
+            _ => {}
         }
-        let workers = self.workers;
-        self.waiting.entry(share.period).or_insert_with(|| vec![None; workers])[share.worker] = Some(share);
     }
 
-    /// The next period to decide, once every worker's share of it has come,
-    /// or once this worker has ended `patience` more of its own periods.
+    /// The next period to decide, once every worker's share of it has come
+    /// (or the worker has left), or once this worker has ended `patience`
+    /// more of its own periods.
     pub(crate) fn next_ready(&mut self, ended: u64) -> Option<Combined> {
         let shares = self.waiting.get(&self.next)?;
         let (period, own) = (self.next, shares[self.me]?.sample);
-        let complete = shares.iter().all(Option::is_some);
+        let complete = shares
+            .iter()
+            .zip(&self.left)
+            .all(|(share, left)| share.is_some() || left.is_some_and(|from| from <= period));
         if !(complete || ended > period + self.patience) {
             return None;
         }
@@ -201,6 +229,7 @@ mod tests {
         Share {
             worker,
             period,
+            span: 1,
             sample: PeriodSample {
                 delay_ms,
                 arrival_rate,
@@ -227,11 +256,11 @@ mod tests {
         let mut b = Periods::new(2, 1, 3);
         let (mut seen_a, mut seen_b) = (Vec::new(), Vec::new());
         for s in shares {
-            a.hear(s);
+            a.hear(Message::Share(s));
             seen_a.extend(std::iter::from_fn(|| a.next_ready(2)));
         }
         for s in shares.iter().rev() {
-            b.hear(*s);
+            b.hear(Message::Share(*s));
             seen_b.extend(std::iter::from_fn(|| b.next_ready(2)));
         }
         let samples = |seen: &[Combined]| seen.iter().map(|c| c.sample).collect::<Vec<_>>();
@@ -269,7 +298,7 @@ mod tests {
     #[test]
     fn a_worker_that_stopped_sending_is_waited_for_a_few_periods_then_counted_as_idle() {
         let mut periods = Periods::new(2, 0, 3);
-        periods.hear(share(0, 0, 800.0, 100.0));
+        periods.hear(Message::Share(share(0, 0, 800.0, 100.0)));
         for ended in 1..=3 {
             assert!(periods.next_ready(ended).is_none(), "{ended} periods ended");
         }
@@ -277,18 +306,18 @@ mod tests {
         assert_eq!(late.sample.arrival_rate, 400.0);
         assert_eq!(late.sample.delay_ms, 100.0);
         // A share of a period already decided changes nothing.
-        periods.hear(share(1, 0, 200.0, 120.0));
+        periods.hear(Message::Share(share(1, 0, 200.0, 120.0)));
         assert!(periods.next_ready(4).is_none());
     }
 
     #[test]
     fn a_stall_anywhere_holds_every_workers_decision() {
         let mut periods = Periods::new(2, 1, 3);
-        periods.hear(Share {
+        periods.hear(Message::Share(Share {
             stalled: true,
             ..share(0, 0, 800.0, 100.0)
-        });
-        periods.hear(share(1, 0, 200.0, 120.0));
+        }));
+        periods.hear(Message::Share(share(1, 0, 200.0, 120.0)));
         assert!(periods.next_ready(1).expect("complete").stalled);
     }
 
@@ -350,18 +379,51 @@ mod tests {
     fn shares_far_ahead_are_not_kept() {
         let mut periods = Periods::new(2, 0, 3);
         for period in 0..10 * AHEAD {
-            periods.hear(share(1, period, 100.0, 10.0));
+            periods.hear(Message::Share(share(1, period, 100.0, 10.0)));
         }
         assert_eq!(periods.waiting.len(), AHEAD as usize);
         // This worker catches up: the periods kept decide with both shares,
         // the later ones without the peer's.
         for period in 0..AHEAD + 1 {
-            periods.hear(share(0, period, 300.0, 10.0));
+            periods.hear(Message::Share(share(0, period, 300.0, 10.0)));
         }
         let decided: Vec<f64> = std::iter::from_fn(|| periods.next_ready(AHEAD + 1))
             .map(|c| c.sample.arrival_rate)
             .collect();
         assert_eq!(decided.len(), AHEAD as usize);
         assert!(decided.iter().all(|&rate| rate == 200.0));
+    }
+
+    #[test]
+    fn a_late_share_covers_every_period_it_spans() {
+        // Worker 1 woke only after three periods had ended: one share
+        // stands for all three, and both workers decide each of them.
+        let mut periods = Periods::new(2, 0, 3);
+        for period in 0..3 {
+            periods.hear(Message::Share(share(0, period, 300.0, 10.0)));
+        }
+        assert!(periods.next_ready(3).is_none(), "waits for worker 1");
+        periods.hear(Message::Share(Share {
+            span: 3,
+            ..share(1, 0, 100.0, 10.0)
+        }));
+        let decided: Vec<(u64, f64)> = std::iter::from_fn(|| periods.next_ready(3))
+            .map(|c| (c.period, c.sample.arrival_rate))
+            .collect();
+        assert_eq!(decided, [(0, 200.0), (1, 200.0), (2, 200.0)]);
+    }
+
+    #[test]
+    fn a_worker_that_left_is_not_waited_for() {
+        let mut periods = Periods::new(2, 0, 3);
+        periods.hear(Message::Share(share(1, 0, 100.0, 10.0)));
+        periods.hear(Message::Left { worker: 1, from: 1 });
+        for period in 0..3 {
+            periods.hear(Message::Share(share(0, period, 300.0, 10.0)));
+        }
+        let decided: Vec<usize> = std::iter::from_fn(|| periods.next_ready(3))
+            .map(|c| c.shares.len())
+            .collect();
+        assert_eq!(decided, [2, 1, 1]);
     }
 }
