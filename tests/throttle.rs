@@ -276,14 +276,34 @@ fn bad_options_are_clear_errors() {
     }
 }
 
-#[test]
-fn a_throttled_and_a_shed_input_share_one_output() {
-    let _alone = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    // One worker: a source that can wait (without end, sent as fast as its
-    // throttle allows) and a firehose at 60 000 records/s (more than the
-    // 50 000/s the stage can do alone), both for 4 s, into one costly
-    // stage whose output both loops watch.
-    let seen = timely::execute(timely::Config::thread(), |worker| {
+/// What a firehose and a source that can wait delivered into one output.
+#[derive(Debug)]
+struct Shared {
+    /// Records of the waiting source sent and processed.
+    sent: u64,
+    from_waiting: u64,
+    /// The firehose's records processed, arrived and dropped.
+    from_firehose: u64,
+    arrived: u64,
+    dropped: u64,
+    /// The delays of the waiting source's records, ms.
+    waiting_delays: Vec<f64>,
+    took: Duration,
+}
+
+impl Shared {
+    fn firehose_loss(&self) -> f64 {
+        self.dropped as f64 / self.arrived as f64
+    }
+}
+
+/// One worker: a firehose at 60 000 records/s for 4 s (more than the
+/// 50 000/s the stage can do alone) through a shedding loop and, if
+/// `waiting`, a source that can wait (asking for that many records at
+/// every step, sent as its throttle allows, the throttle yielding to the
+/// shedder) for 5 s, into one costly stage whose output both loops watch.
+fn share_one_output(waiting: Option<usize>) -> Shared {
+    timely::execute(timely::Config::thread(), move |worker| {
         let start = Instant::now();
         let settings = LoopSettings::new(Duration::from_secs_f64(TARGET_MS / 1000.0))
             .with_period(Duration::from_millis(50))
@@ -310,18 +330,19 @@ fn a_throttled_and_a_shed_input_share_one_output() {
                         while began.elapsed() < COST {}
                         let mut books = books.borrow_mut();
                         if can_wait {
-                            books.0 += 1
+                            books.0 += 1;
+                            books.2.push(start.elapsed().as_secs_f64() * 1000.0 - sent_ms as f64);
                         } else {
                             books.1 += 1
                         }
-                        books.2.push(start.elapsed().as_secs_f64() * 1000.0 - sent_ms as f64);
                         None::<()>
                     },
                 )
                 .probe_with(&output);
             (throttle, shedding)
         });
-        let (mut waited, mut hosed) = (0u64, 0u64);
+        throttle.yield_to(&shedding);
+        let (mut sent, mut hosed) = (0u64, 0u64);
         loop {
             let now = start.elapsed().as_secs_f64();
             let ms = (now * 1000.0) as u64;
@@ -335,12 +356,14 @@ fn a_throttled_and_a_shed_input_share_one_output() {
                 firehose.send((ms, false));
                 hosed += 1;
             }
-            let allowed = throttle.take((10_000_000 - waited).min(1000) as usize) as u64;
-            for _ in 0..allowed {
-                waits.send((ms, true));
+            if let Some(ask) = waiting.filter(|_| now < 5.0) {
+                let allowed = throttle.take(ask) as u64;
+                for _ in 0..allowed {
+                    waits.send((ms, true));
+                }
+                sent += allowed;
             }
-            waited += allowed;
-            if now >= 4.0 {
+            if now >= 4.0 && !(waiting.is_some() && now < 5.0) {
                 break;
             }
             worker.step();
@@ -350,39 +373,56 @@ fn a_throttled_and_a_shed_input_share_one_output() {
             worker.step_or_park(None);
         }
         let shed = shedding.figures();
-        let (from_waiting, from_firehose, delays) = seen.take();
-        (
+        let (from_waiting, from_firehose, waiting_delays) = seen.take();
+        Shared {
+            sent,
             from_waiting,
             from_firehose,
-            delays,
-            shed.arrived,
-            shed.dropped,
-            start.elapsed(),
-            waited,
-        )
+            arrived: shed.arrived,
+            dropped: shed.dropped,
+            waiting_delays,
+            took: start.elapsed(),
+        }
     })
     .unwrap()
     .join()
     .remove(0)
-    .unwrap();
-    let (from_waiting, from_firehose, delays, arrived, dropped, took, waited_total) = seen;
-    let p99 = percentile(delays.clone(), 0.99);
-    let figures = format!(
-        "waiting source {from_waiting}, firehose {from_firehose} of {arrived} ({dropped} dropped), {took:?}, p99 {p99:.0} ms"
-    );
-    eprintln!("{figures}");
-    assert_eq!(
-        from_waiting, waited_total,
-        "the source that can wait loses nothing: {figures}"
-    );
-    assert_eq!(from_firehose + dropped, arrived, "{figures}");
-    // Both loops hold the shared delay, and share the capacity: neither
-    // input is shut out (the throttle does not yield to the shedder).
-    assert!(p99 <= 1.25 * TARGET_MS, "{figures}");
-    assert!(
-        from_waiting > 0 && dropped > 0 && from_firehose > arrived / 2,
-        "{figures}"
-    );
+    .unwrap()
+}
+
+#[test]
+fn a_throttle_yields_the_capacity_to_a_shedder_on_one_output() {
+    let _alone = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    // The reference, under the same load: the firehose alone.
+    let alone = share_one_output(None);
+    for (ask, p99_bound) in [(100, 1.0), (1000, 1.25)] {
+        let both = share_one_output(Some(ask));
+        let p99 = percentile(both.waiting_delays.clone(), 0.99);
+        let figures = format!(
+            "asks of {ask}: firehose loss alone {:.3}, beside the waiting source {:.3}; \
+             waiting source {} of {} sent processed, p99 {p99:.0} ms",
+            alone.firehose_loss(),
+            both.firehose_loss(),
+            both.from_waiting,
+            both.sent
+        );
+        eprintln!("{figures}");
+        for run in [&alone, &both] {
+            assert_eq!(run.from_firehose + run.dropped, run.arrived, "{run:?}");
+        }
+        // Nothing of the waiting source is lost, and what it sent made the
+        // target (a source asking for 1 000 records at every 2 ms step
+        // sends bursts while the measurements say the dataflow keeps up);
+        // once the firehose has ended, it has the capacity (a quarter of
+        // its last second's worth at least, at the firehose's processed
+        // rate alone).
+        assert_eq!(both.from_waiting, both.sent, "{figures}");
+        let capacity = alone.from_firehose as f64 / alone.took.as_secs_f64();
+        assert!(both.sent as f64 > capacity / 4.0, "{figures}");
+        assert!(p99 <= p99_bound * TARGET_MS, "{figures}");
+        // The firehose loses what it would alone: the capacity is its own.
+        assert!(both.firehose_loss() <= alone.firehose_loss() + 0.02, "{figures}");
+    }
 }
 
 #[test]

@@ -16,7 +16,7 @@
 //!   timestamp (for timestamps that are themselves instants, such as
 //!   milliseconds since a known start).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -169,9 +169,29 @@ pub struct LoopHandle {
     /// Counts what the output has completed since the loop last looked;
     /// returns all it has completed.
     settle: Rc<dyn Fn() -> u64>,
+    /// Whether the loop's input is more than the output takes now.
+    overloaded: Rc<Cell<bool>>,
 }
 
 impl LoopHandle {
+    /// Whether the loop's input is more than the output takes now: the loop
+    /// drops records arriving now (its last decision admits fewer than
+    /// arrive, and the measurements do not say the dataflow keeps up), or
+    /// the delay it last sampled is over 5 % of the target (at least a
+    /// sampling tick) while, over the last period, the dataflow processed
+    /// no more of the loop's records than arrived. It stays so until the
+    /// delay is under that threshold again (what the loop let in has
+    /// drained), and is so until the loop has decided its first period. A
+    /// [`Throttle`](super::Throttle) that yields to this loop holds its
+    /// source back while this is true.
+    pub fn overloaded(&self) -> bool {
+        self.overloaded.get()
+    }
+
+    pub(crate) fn overloaded_flag(&self) -> Rc<Cell<bool>> {
+        Rc::clone(&self.overloaded)
+    }
+
     /// What the loop did so far, with every admitted record the output has
     /// completed counted as processed (also after the loop's input has
     /// ended and timely has retired the loop).
@@ -264,8 +284,10 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
             LoopHandle {
                 figures: Rc::clone(&figures),
                 settle: Rc::new(move || settle(&ledger, &output)),
+                overloaded: Rc::new(Cell::new(true)),
             }
         };
+        let overloaded = handle.overloaded_flag();
         let (settings, output) = (settings.clone(), output.clone());
         let worker = scope.index() as u64;
         let stream =
@@ -277,6 +299,10 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
                 let actuation = settings.actuation.unwrap_or_else(|| core.controller().actuation());
                 let mut tracker = RateTracker::new(ARRIVAL_WINDOW_MS);
                 let mut fraction = 0.0;
+                // The share of the arrivals the last decision drops; none
+                // decided yet: a throttle yielding to this loop waits for
+                // the first period's measurements.
+                let mut decided = None;
                 move |(input, frontier), session| {
                     let now = Instant::now();
                     core.wake(now);
@@ -317,6 +343,9 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
                             }
                             (None, _) => {}
                         }
+                        if let Some(admitted) = decision.admitted {
+                            decided = Some(drop_fraction(admitted, sample.arrival_rate));
+                        }
                         let period = LoopPeriod {
                             end: decision.end,
                             sample,
@@ -325,6 +354,9 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
                         };
                         keep_recent(&mut figures.borrow_mut().periods, period, settings.history);
                     }
+                    // Once overloaded, until what it let in has drained.
+                    let dropping = decided.is_none_or(|decided| decided > 0.0 && !core.keeping_up());
+                    overloaded.set(dropping || core.overloaded() || overloaded.get() && core.delayed());
                 }
             });
         (stream, handle)

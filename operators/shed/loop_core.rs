@@ -167,12 +167,15 @@ pub(crate) struct LoopCore<T: Timestamp + TotalOrder, C> {
     guarded: bool,
     /// The combined sample of the last period decided on.
     last: PeriodSample,
-    /// Whether any period decided on ended with the delay over the threshold.
+    /// Whether any period decided on ended with the delay over the
+    /// threshold while the loop's records completed.
     backlogged: bool,
     /// When this operator last ran, and the longest it went unscheduled in
     /// the period.
     previous: Instant,
     gap: Duration,
+    /// Whether the period is to be held like a stall (see [`LoopCore::hold`]).
+    held: bool,
 }
 
 impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
@@ -226,7 +229,15 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
             backlogged: false,
             previous: Instant::now(),
             gap: Duration::ZERO,
+            held: false,
         }
+    }
+
+    /// Marks the current period as one a guarded controller learns nothing
+    /// from, as a stall: what it measured is not the loop's own doing (a
+    /// throttle yielding to a shedder sends nothing, whatever it decides).
+    pub(crate) fn hold(&mut self) {
+        self.held = true;
     }
 
     /// The controller (for its way of acting, [`Controller::actuation`]).
@@ -253,7 +264,18 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
     /// Whether the loop must hold nothing back now: its controller holds a
     /// delay, and the measurements say the dataflow keeps up.
     pub(crate) fn keeping_up(&self) -> bool {
-        self.guarded && !overloaded(self.meter.age_ms, self.threshold_ms, &self.last)
+        self.guarded && !self.overloaded()
+    }
+
+    /// Whether the measurements say the dataflow is overloaded now (see
+    /// [`overloaded`]), whatever the controller.
+    pub(crate) fn overloaded(&self) -> bool {
+        overloaded(self.meter.age_ms, self.threshold_ms, &self.last)
+    }
+
+    /// Whether the delay last sampled is over the threshold.
+    pub(crate) fn delayed(&self) -> bool {
+        self.meter.age_ms >= self.threshold_ms
     }
 
     /// Whether the dataflow is overloaded while no period decided on has
@@ -264,7 +286,7 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
     /// first was let in (all of them, if none has completed). A slow start
     /// of the dataflow raises the delay too, but leaves few records waiting.
     pub(crate) fn unmeasured_overload(&self, now: Instant) -> bool {
-        if !self.guarded || self.backlogged || self.meter.age_ms < self.threshold_ms {
+        if !self.guarded || self.backlogged || !self.delayed() {
             return false;
         }
         let ledger = self.meter.ledger.borrow();
@@ -314,7 +336,7 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
                 period: self.ended,
                 span: due - self.ended,
                 sample: own,
-                stalled: std::mem::take(&mut self.gap) >= self.tick * STALL_TICKS,
+                stalled: std::mem::take(&mut self.gap) >= self.tick * STALL_TICKS || std::mem::take(&mut self.held),
                 limited,
             };
             self.ended = due;
@@ -336,7 +358,10 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
             }
             let admitted = (!(self.guarded && combined.stalled)).then(|| {
                 self.last = combined.sample;
-                self.backlogged |= combined.sample.age_ms >= self.threshold_ms;
+                // A backlog while none of the loop's records completed (a
+                // throttle resuming behind a shedder's drain) measures
+                // nothing of what the loop lets in.
+                self.backlogged |= combined.sample.age_ms >= self.threshold_ms && combined.sample.processed_rate > 0.0;
                 self.controller.admitted_rate(&controlled)
             });
             if let Some(logger) = &self.logger {

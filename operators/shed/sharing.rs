@@ -27,7 +27,9 @@ pub(crate) struct Share {
     pub span: u64,
     /// Its rates and delays over the period.
     pub sample: PeriodSample,
-    /// Whether it stood still for much of the period (see `ShedLoop`).
+    /// Whether it stood still for much of the period (see `ShedLoop`), or
+    /// its throttle yielded to a shedder: a guarded controller holds its
+    /// decision.
     pub stalled: bool,
     /// Whether its source was refused records it asked for (a throttle's
     /// loop): what it wants is more than it was allowed.

@@ -14,6 +14,11 @@
 //! and a quarter more, and the rest is split evenly among the readers held
 //! back (max-min fair).
 //!
+//! A throttle and a shedding loop on the same output split its capacity
+//! unless the throttle yields ([`Throttle::yield_to`]): then the records
+//! that can wait wait while the shedder's input is more than the output
+//! takes, and the throttle's own loop decides only while it is not.
+//!
 //! The loop holds the delay under half the target, not under the target:
 //! the dataflow is as busy with the shorter queue, and when the cost of a
 //! record steps up, the records already let in (which a throttle cannot
@@ -26,7 +31,7 @@
 //! faster than the dataflow cannot pile up more than that before the
 //! controller knows.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -40,7 +45,7 @@ use timely::progress::Timestamp;
 
 use crate::common::keep_recent;
 
-use super::closed_loop::LoopSettings;
+use super::closed_loop::{LoopHandle, LoopSettings};
 use super::controller::{Controller, PeriodSample};
 use super::events::LoopKind;
 use super::loop_core::{settle, Ledger, LoopCore, STALL_TICKS};
@@ -107,10 +112,17 @@ struct Bucket {
     asked: u64,
     refused: bool,
     limited_before: bool,
+    /// The shedding loops this throttle yields to: it holds every record
+    /// back while any of them is overloaded.
+    yields_to: Vec<Rc<Cell<bool>>>,
     figures: ThrottleFigures,
 }
 
 impl Bucket {
+    fn yielding(&self) -> bool {
+        self.yields_to.iter().any(|overloaded| overloaded.get())
+    }
+
     fn refill(&mut self, now: Instant) {
         if let Some(rate) = self.rate {
             let elapsed = now.saturating_duration_since(self.refilled).as_secs_f64();
@@ -122,6 +134,7 @@ impl Bucket {
     fn take(&mut self, wanted: usize, now: Instant) -> usize {
         self.refill(now);
         let granted = match self.rate {
+            _ if self.yielding() => 0,
             None => wanted,
             Some(_) => {
                 let granted = (self.tokens.floor().max(0.0) as usize).min(wanted);
@@ -161,6 +174,7 @@ impl Bucket {
     fn wait(&mut self, now: Instant) -> Duration {
         self.refill(now);
         match self.rate {
+            _ if self.yielding() => Duration::from_secs_f64(self.depth),
             Some(rate) if self.tokens < 1.0 => {
                 let seconds = if rate > 0.0 {
                     (1.0 - self.tokens) / rate
@@ -196,6 +210,17 @@ impl Throttle {
     /// may park (`worker.step_or_park(Some(throttle.wait()))`).
     pub fn wait(&self) -> Duration {
         self.bucket.borrow_mut().wait(Instant::now())
+    }
+
+    /// Yields the capacity to `shedder`, a shedding loop closed on the same
+    /// output: while the shedder's input is more than the output takes
+    /// (see [`LoopHandle::overloaded`]: it drops, or its delay grows), this
+    /// throttle allows nothing, so that records of a source that can wait
+    /// wait, rather than push out records of one that cannot. Otherwise
+    /// the throttle's own loop lets in what the output can take beside the
+    /// shedder's input. Call it on each worker, after both loops are built.
+    pub fn yield_to(&self, shedder: &LoopHandle) {
+        self.bucket.borrow_mut().yields_to.push(shedder.overloaded_flag());
     }
 
     /// What the throttle did so far, with every record sent that the output
@@ -280,6 +305,7 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ThrottleLoop<'scope,
             asked: 0,
             refused: false,
             limited_before: false,
+            yields_to: Vec::new(),
             figures: ThrottleFigures::default(),
         }));
         let throttle = {
@@ -320,6 +346,10 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ThrottleLoop<'scope,
                     });
                     let (asked, refused) = bucket.borrow_mut().collect();
                     core.offered(asked, refused);
+                    // What a period of yielding measures is the shedder's.
+                    if bucket.borrow().yielding() {
+                        core.hold();
+                    }
                     for decision in core.conclude(now, 0, frontier.is_empty()) {
                         let combined = &decision.combined;
                         // A rate that is not a number keeps the last one.
@@ -363,6 +393,7 @@ mod tests {
             asked: 0,
             refused: false,
             limited_before: false,
+            yields_to: Vec::new(),
             figures: ThrottleFigures::default(),
         }
     }
@@ -391,5 +422,12 @@ mod tests {
         assert_eq!(bucket.collect(), (0, false));
         let figures = &bucket.figures;
         assert_eq!((figures.granted, figures.refusals), (5000 + 500 + 200 + 500, 4));
+        // Yielding to a shedder that is overloaded: nothing, however full.
+        let overloaded = Rc::new(Cell::new(true));
+        bucket.yields_to.push(Rc::clone(&overloaded));
+        bucket.set(None, at(20_000));
+        assert_eq!(bucket.take(10, at(20_000)), 0);
+        overloaded.set(false);
+        assert_eq!(bucket.take(10, at(20_000)), 10);
     }
 }
