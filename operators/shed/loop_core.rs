@@ -327,8 +327,18 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
         let least = self.output.with_frontier(|f| f.first().cloned());
         self.meter.observe(least.as_ref(), now);
         // Period k ends k + 1 periods after the start, however late the
-        // loop wakes: one share covers every period that has ended since.
-        let due = (now.saturating_duration_since(self.meter.started).as_nanos() / self.period.as_nanos()) as u64;
+        // loop wakes: one share covers every period that has ended since,
+        // and the current one too if less than half of it is left (a
+        // period of a few milliseconds would read a burst's rates as many
+        // times what they are).
+        let (elapsed, period) = (
+            now.saturating_duration_since(self.meter.started).as_nanos(),
+            self.period.as_nanos(),
+        );
+        let mut due = (elapsed / period) as u64;
+        if due > self.ended && (u128::from(due) + 1) * period - elapsed < period / 2 {
+            due += 1;
+        }
         if due > self.ended {
             let (own, limited) = self.meter.period_end(now, late);
             let share = Share {

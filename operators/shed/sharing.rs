@@ -99,7 +99,10 @@ impl Periods {
     /// without them, as for a peer that is stuck.
     pub(crate) fn hear(&mut self, message: Message) {
         match message {
-            Message::Share(share) if share.worker < self.workers => {
+            Message::Share(mut share) if share.worker < self.workers => {
+                // Each period it covers gets its rates over its own length
+                // (what a prediction integrates).
+                share.sample.length_ms /= share.span.max(1) as f64;
                 let (workers, next) = (self.workers, self.next);
                 for period in share.period.max(next)..(share.period + share.span).min(next + AHEAD) {
                     self.waiting.entry(period).or_insert_with(|| vec![None; workers])[share.worker] = Some(share);
@@ -409,10 +412,19 @@ mod tests {
             span: 3,
             ..share(1, 0, 100.0, 10.0)
         }));
+        periods.hear(Message::Share(Share {
+            span: 2,
+            ..share(0, 3, 300.0, 10.0)
+        }));
+        periods.hear(Message::Share(share(1, 3, 100.0, 10.0)));
         let decided: Vec<(u64, f64)> = std::iter::from_fn(|| periods.next_ready(3))
             .map(|c| (c.period, c.sample.arrival_rate))
             .collect();
-        assert_eq!(decided, [(0, 200.0), (1, 200.0), (2, 200.0)]);
+        assert_eq!(decided, [(0, 200.0), (1, 200.0), (2, 200.0), (3, 200.0)]);
+        // A share of two periods' length counts half of it in each (the
+        // shares here are 100 ms long).
+        let fourth = periods.waiting[&4][0].expect("worker 0's share of period 4");
+        assert_eq!(fourth.sample.length_ms, 50.0);
     }
 
     #[test]
