@@ -91,45 +91,92 @@ fn overload_is_shed_and_counted() {
     );
 }
 
+/// Records per second one worker processes here, now: an unshed burst
+/// of 45 000 records over 0.3 s, processed in full, over the wall-clock
+/// time of the run (beside other work on the machine, less than the
+/// 50 000/s its 20 µs records make alone).
+fn measured_capacity() -> f64 {
+    let burst = ShedJob {
+        drop_late: false,
+        duration_s: 0.3,
+        ..job(ControllerSpec::None, "constant:150000")
+    };
+    let began = std::time::Instant::now();
+    let report = run_shedding(burst, 1).unwrap();
+    report.processed as f64 / began.elapsed().as_secs_f64()
+}
+
 #[test]
 fn a_held_rate_keeps_a_flash_crowd_out_of_the_backlog() {
     let _alone = alone();
-    // One worker (capacity 50,000/s) goes from 0.5 to 8 times capacity.
+    // One worker goes from half to 8 times the capacity (50,000/s alone).
     // With the per-period fraction the crowd is admitted until the period
     // ends (up to 50 ms: up to 375 ms of backlog, over the 200 ms target);
     // holding the admitted rate sheds it as it arrives. Where the crowd
-    // falls in a period is chance, so it comes at four phases of one.
+    // falls in a period is chance, so it comes at four phases of one. The
+    // PI is designed for the capacity measured in this test, so that what
+    // the two actuations differ in is how they act, on a busy machine too.
+    let capacity = measured_capacity();
+    let pi = ControllerSpec::Pi(nominal_pi(50.0, capacity, NOMINAL_POLES));
     let crowd = |actuation, at_ms: u64| {
         // Every admitted record worked on, so that the overshoot is the
         // actuation's (late records dropped would cap both).
         let job = ShedJob {
             actuation: Some(actuation),
             drop_late: false,
-            ..job(pi(), &format!("step:25000:400000:{}", 1.0 + at_ms as f64 / 1000.0))
+            ..job(pi, &format!("step:25000:400000:{}", 1.0 + at_ms as f64 / 1000.0))
         };
         run_shedding(job, 1).unwrap()
     };
     let phases = [0, 13, 26, 39];
-    let worst = |actuation| {
-        phases
-            .iter()
-            .map(|&at| crowd(actuation, at))
-            .max_by(|a, b| a.max_overshoot_ms.total_cmp(&b.max_overshoot_ms))
-            .unwrap()
+    // Records admitted over the two periods from the one the crowd starts
+    // in (the trace is worker 0's, the only one): what the actuation lets
+    // into the backlog, whatever the machine makes of it.
+    let let_in = |report: &equipoise_lab::shed::job::ShedReport, at_ms: u64| {
+        let start = 1.0 + at_ms as f64 / 1000.0;
+        let ends: Vec<(f64, f64)> = report.trace.iter().map(|row| (row.time_s, row.admitted_rate)).collect();
+        ends.windows(2)
+            .filter(|pair| pair[1].0 > start)
+            .take(2)
+            .map(|pair| pair[1].1 * (pair[1].0 - pair[0].0))
+            .sum::<f64>()
     };
-    let fraction = worst(Actuation::Fraction);
-    let held = worst(Actuation::Rate);
-    assert!(fraction.max_overshoot_ms > 50.0, "{fraction:?}");
-    assert!(
-        held.max_overshoot_ms < 0.5 * fraction.max_overshoot_ms,
-        "held {} ms over, fraction {} ms over",
-        held.max_overshoot_ms,
-        fraction.max_overshoot_ms
+    let worst = |actuation| {
+        let runs: Vec<_> = phases.iter().map(|&at| (at, crowd(actuation, at))).collect();
+        let admitted = runs.iter().map(|(at, r)| let_in(r, *at)).fold(0.0, f64::max);
+        let report = runs
+            .into_iter()
+            .map(|(_, r)| r)
+            .max_by(|a, b| a.max_overshoot_ms.total_cmp(&b.max_overshoot_ms))
+            .unwrap();
+        (report, admitted)
+    };
+    let (fraction, fraction_in) = worst(Actuation::Fraction);
+    let (held, held_in) = worst(Actuation::Rate);
+    let figures = format!(
+        "capacity {capacity:.0}/s: let in {held_in:.0} held, {fraction_in:.0} by fraction; \
+         held {:.0} ms over, fraction {:.0} ms over",
+        held.max_overshoot_ms, fraction.max_overshoot_ms
     );
-    // Both shed about what capacity forces.
-    for report in [&fraction, &held] {
-        assert!((report.loss_ratio - report.ideal_loss_ratio).abs() < 0.05, "{report:?}");
-    }
+    eprintln!("{figures}");
+    // The fraction admits the crowd until its period ends; the held rate
+    // sheds it as it arrives (it let in 0.49-0.55 of what the fraction did,
+    // idle or busy). Here on an idle machine the held rate's worst
+    // overshoot was 6-16 ms against the fraction's 143-176; beside two
+    // busy-looping processes the worker's share of the cores swings, both
+    // overshoot by 90-325 ms in either order, while what each lets in stays.
+    assert!(fraction.max_overshoot_ms > 50.0, "{figures}");
+    assert!(held_in < 0.65 * fraction_in, "{figures}");
+    // Both shed most of the crowd, and about as much as each other: the
+    // capacity forces the loss, not the actuation (here 0.80 against a
+    // least loss of 0.82 at 50,000/s; beside busy processes the worker's
+    // share of the cores, and so the loss, moves by several points).
+    let losses = format!(
+        "{figures}; losses {:.3} held, {:.3} by fraction",
+        held.loss_ratio, fraction.loss_ratio
+    );
+    assert!(held.loss_ratio > 0.6 && fraction.loss_ratio > 0.6, "{losses}");
+    assert!((held.loss_ratio - fraction.loss_ratio).abs() < 0.05, "{losses}");
 }
 
 /// The example's `run` on 2 processes x 2 workers at 300 000 records/s
