@@ -295,6 +295,8 @@ struct Shared {
     dropped: u64,
     /// The delays of the waiting source's records, ms.
     waiting_delays: Vec<f64>,
+    /// The waiting source's records processed while the firehose ran.
+    waiting_beside: u64,
     took: Duration,
 }
 
@@ -317,7 +319,7 @@ fn share_one_output(waiting: Option<usize>) -> Shared {
             .with_clock(move |ms: &u64| start + Duration::from_millis(*ms));
         let (mut waits, mut firehose) = (InputHandle::new(), InputHandle::new());
         let output = ProbeHandle::new();
-        let seen = Rc::new(RefCell::new((0u64, 0u64, Vec::new())));
+        let seen = Rc::new(RefCell::new((0u64, 0u64, Vec::new(), 0u64)));
         let (throttle, shedding) = worker.dataflow::<u64, _, _>(|scope| {
             let (waiting, throttle) = scope
                 .input_from(&mut waits)
@@ -337,8 +339,10 @@ fn share_one_output(waiting: Option<usize>) -> Shared {
                         while began.elapsed() < COST {}
                         let mut books = books.borrow_mut();
                         if can_wait {
+                            let now_ms = start.elapsed().as_secs_f64() * 1000.0;
                             books.0 += 1;
-                            books.2.push(start.elapsed().as_secs_f64() * 1000.0 - sent_ms as f64);
+                            books.2.push(now_ms - sent_ms as f64);
+                            books.3 += u64::from(now_ms < 4000.0);
                         } else {
                             books.1 += 1
                         }
@@ -380,7 +384,7 @@ fn share_one_output(waiting: Option<usize>) -> Shared {
             worker.step_or_park(None);
         }
         let shed = shedding.figures();
-        let (from_waiting, from_firehose, waiting_delays) = seen.take();
+        let (from_waiting, from_firehose, waiting_delays, waiting_beside) = seen.take();
         Shared {
             sent,
             from_waiting,
@@ -388,6 +392,7 @@ fn share_one_output(waiting: Option<usize>) -> Shared {
             arrived: shed.arrived,
             dropped: shed.dropped,
             waiting_delays,
+            waiting_beside,
             took: start.elapsed(),
         }
     })
@@ -402,33 +407,44 @@ fn a_throttle_yields_the_capacity_to_a_shedder_on_one_output() {
     let _alone = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     // The reference, under the same load: the firehose alone.
     let alone = share_one_output(None);
-    for (ask, p99_bound) in [(100, 1.0), (1000, 1.25)] {
+    // The waiting source's p99 bound, as a multiple of the target, for two
+    // sizes of ask per 2 ms step: 100 records (13 ms idle, 26-54 ms beside
+    // two busy-looping processes), and 1 000, 20 ms of work, which passes
+    // in bursts while the measurements say the dataflow keeps up (217-220
+    // ms idle; 227-312 ms busy, the machine's time slices on top).
+    for (ask, p99_bound) in [(100, 1.0), (1000, 2.0)] {
         let both = share_one_output(Some(ask));
         let p99 = percentile(both.waiting_delays.clone(), 0.99);
+        let p50 = percentile(both.waiting_delays.clone(), 0.5);
         let figures = format!(
             "asks of {ask}: firehose loss alone {:.3}, beside the waiting source {:.3}; \
-             waiting source {} of {} sent processed, p99 {p99:.0} ms",
+             waiting source {} of {} sent processed ({} while the firehose ran), p50 {p50:.0} ms, p99 {p99:.0} ms",
             alone.firehose_loss(),
             both.firehose_loss(),
             both.from_waiting,
-            both.sent
+            both.sent,
+            both.waiting_beside
         );
         eprintln!("{figures}");
         for run in [&alone, &both] {
             assert_eq!(run.from_firehose + run.dropped, run.arrived, "{run:?}");
         }
-        // Nothing of the waiting source is lost, and what it sent made the
-        // target (a source asking for 1 000 records at every 2 ms step
-        // sends bursts while the measurements say the dataflow keeps up);
-        // once the firehose has ended, it has the capacity (a quarter of
-        // its last second's worth at least, at the firehose's processed
-        // rate alone).
+        // Nothing of the waiting source is lost, and its records wait
+        // about half the target in the median, where the throttle's loop
+        // holds the delay (6-10 ms asking 100, 71 ms asking 1 000 idle and
+        // 71-106 ms busy); once the firehose has
+        // ended, it has the capacity (a quarter of its last second's worth
+        // at least, at the firehose's processed rate alone).
         assert_eq!(both.from_waiting, both.sent, "{figures}");
         let capacity = alone.from_firehose as f64 / alone.took.as_secs_f64();
         assert!(both.sent as f64 > capacity / 4.0, "{figures}");
-        assert!(p99 <= p99_bound * TARGET_MS, "{figures}");
-        // The firehose loses what it would alone: the capacity is its own.
-        assert!(both.firehose_loss() <= alone.firehose_loss() + 0.02, "{figures}");
+        assert!(p50 <= 0.6 * TARGET_MS && p99 <= p99_bound * TARGET_MS, "{figures}");
+        // The capacity is the firehose's while it runs: the waiting source
+        // took at most 2 % of the firehose's arrivals' worth of it (so the
+        // firehose loses at most 2 points more than it would alone; here
+        // idle 14.0-14.7 % beside it and 14.2-14.3 % alone, while beside
+        // busy processes a run's loss moves by several points either way).
+        assert!(both.waiting_beside * 50 <= both.arrived, "{figures}");
     }
 }
 
