@@ -407,12 +407,12 @@ fn a_throttle_yields_the_capacity_to_a_shedder_on_one_output() {
     let _alone = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     // The reference, under the same load: the firehose alone.
     let alone = share_one_output(None);
-    // The waiting source's p99 bound, as a multiple of the target, for two
+    // The waiting source's median and p99 bounds, as multiples of the target, for two
     // sizes of ask per 2 ms step: 100 records (13 ms idle, 26-54 ms beside
     // two busy-looping processes), and 1 000, 20 ms of work, which passes
     // in bursts while the measurements say the dataflow keeps up (217-220
     // ms idle; 227-312 ms busy, the machine's time slices on top).
-    for (ask, p99_bound) in [(100, 1.0), (1000, 2.0)] {
+    for (ask, p50_bound, p99_bound) in [(100, 0.5, 1.0), (1000, 1.0, 2.0)] {
         let both = share_one_output(Some(ask));
         let p99 = percentile(both.waiting_delays.clone(), 0.99);
         let p50 = percentile(both.waiting_delays.clone(), 0.5);
@@ -429,16 +429,20 @@ fn a_throttle_yields_the_capacity_to_a_shedder_on_one_output() {
         for run in [&alone, &both] {
             assert_eq!(run.from_firehose + run.dropped, run.arrived, "{run:?}");
         }
-        // Nothing of the waiting source is lost, and its records wait
-        // about half the target in the median, where the throttle's loop
-        // holds the delay (6-10 ms asking 100, 71 ms asking 1 000 idle and
-        // 71-106 ms busy); once the firehose has
+        // Nothing of the waiting source is lost; asking for what it can
+        // use, its records wait well under half the target in the median
+        // (6-18 ms, idle or busy), and asking for 1 000 about half the
+        // target, where the throttle's loop holds the delay (71 ms idle,
+        // 71-122 ms busy); once the firehose has
         // ended, it has the capacity (a quarter of its last second's worth
         // at least, at the firehose's processed rate alone).
         assert_eq!(both.from_waiting, both.sent, "{figures}");
         let capacity = alone.from_firehose as f64 / alone.took.as_secs_f64();
         assert!(both.sent as f64 > capacity / 4.0, "{figures}");
-        assert!(p50 <= 0.6 * TARGET_MS && p99 <= p99_bound * TARGET_MS, "{figures}");
+        assert!(
+            p50 <= p50_bound * TARGET_MS && p99 <= p99_bound * TARGET_MS,
+            "{figures}"
+        );
         // The capacity is the firehose's while it runs: the waiting source
         // took at most 2 % of the firehose's arrivals' worth of it (so the
         // firehose loses at most 2 points more than it would alone; here
