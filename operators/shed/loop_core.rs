@@ -155,7 +155,6 @@ pub(crate) struct LoopCore<T: Timestamp + TotalOrder, C> {
     sharer: usize,
     /// This worker's periods ended so far.
     ended: u64,
-    period: Duration,
     /// Whether this worker's loop has told its peers it stopped.
     left: bool,
     meter: Meter<T>,
@@ -216,7 +215,6 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
             periods: Periods::new(workers, sharer, patience(settings.target, settings.period)),
             sharer,
             ended: 0,
-            period: settings.period,
             left: false,
             meter: Meter::new(settings, ledger),
             predictor: DelayPredictor::default(),
@@ -333,7 +331,7 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
         // times what they are).
         let (elapsed, period) = (
             now.saturating_duration_since(self.meter.started).as_nanos(),
-            self.period.as_nanos(),
+            self.meter.period.as_nanos(),
         );
         let mut due = (elapsed / period) as u64;
         if due > self.ended && (u128::from(due) + 1) * period - elapsed < period / 2 {
@@ -341,12 +339,15 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
         }
         if due > self.ended {
             let (own, limited) = self.meter.period_end(now, late);
+            // Both flags start again with the next period.
+            let gap = std::mem::take(&mut self.gap);
+            let held = std::mem::take(&mut self.held);
             let share = Share {
                 worker: self.sharer,
                 period: self.ended,
                 span: due - self.ended,
                 sample: own,
-                stalled: std::mem::take(&mut self.gap) >= self.tick * STALL_TICKS || std::mem::take(&mut self.held),
+                stalled: gap >= self.tick * STALL_TICKS || held,
                 limited,
             };
             self.ended = due;
