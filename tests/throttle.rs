@@ -400,12 +400,9 @@ fn share_one_output(ask: usize) -> Shared {
 #[test]
 fn a_throttle_yields_the_capacity_to_a_shedder_on_one_output() {
     let _alone = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    // The waiting source's median and p99 bounds, as multiples of the target, for two
-    // sizes of ask per 2 ms step: 100 records (13 ms idle, 26-54 ms beside
-    // two busy-looping processes), and 1 000, 20 ms of work, which passes
-    // in bursts while the measurements say the dataflow keeps up (217-220
-    // ms idle; 227-312 ms busy, the machine's time slices on top).
-    for (ask, p50_bound, p99_bound) in [(100, 0.5, 1.0), (1000, 1.0, 2.0)] {
+    // Two sizes of ask per 2 ms step: 100 records, about what the stage
+    // can do, and 1 000, 20 ms of work, ten times it.
+    for ask in [100, 1000] {
         let both = share_one_output(ask);
         let p99 = percentile(both.waiting_delays.clone(), 0.99);
         let p50 = percentile(both.waiting_delays.clone(), 0.5);
@@ -419,20 +416,19 @@ fn a_throttle_yields_the_capacity_to_a_shedder_on_one_output() {
         );
         eprintln!("{figures}");
         assert_eq!(both.from_firehose + both.dropped, both.arrived, "{figures}");
-        // Nothing of the waiting source is lost; asking for what it can
-        // use, its records wait well under half the target in the median
-        // (6-18 ms, idle or busy), and asking for 1 000 about half the
-        // target, where the throttle's loop holds the delay (71 ms idle,
-        // 71-122 ms busy); once the firehose has
-        // ended, it has the capacity (a quarter of its last second's worth
-        // at least, at the rate the firehose's records were processed).
+        // Nothing of the waiting source is lost, and its records wait well
+        // under the target: asking for 100, a median of 5-8 ms idle and
+        // 8-18 ms beside two busy-looping processes, a p99 of 13 and 25-32
+        // ms; asking for 1 000, about where the throttle's loop holds the
+        // delay (half the target less a margin), a median of 58-62 and
+        // 52-65 ms, a p99 of 89-94 and 145-171 ms. Once the firehose has
+        // ended, the waiting source has the capacity (a quarter of its
+        // last second's worth at least, at the rate the firehose's records
+        // were processed).
         assert_eq!(both.from_waiting, both.sent, "{figures}");
         let capacity = both.from_firehose as f64 / 4.0;
         assert!(both.sent as f64 > capacity / 4.0, "{figures}");
-        assert!(
-            p50 <= p50_bound * TARGET_MS && p99 <= p99_bound * TARGET_MS,
-            "{figures}"
-        );
+        assert!(p50 <= 0.5 * TARGET_MS && p99 <= TARGET_MS, "{figures}");
         // The capacity is the firehose's while it runs: the waiting source
         // took at most 2 % of the firehose's arrivals' worth of it, so the
         // firehose loses at most 2 points more than it would alone (idle:

@@ -510,7 +510,7 @@ mod tests {
                 spread_ms: 0.0,
                 length_ms: period,
             };
-            sample.delay_ms = predictor.predict(&sample, false);
+            sample.delay_ms = predictor.predict(&sample, queue.backlog(), false);
             trace.push(LoopPeriod {
                 end: std::time::Duration::from_secs_f64((k + 1) as f64 * period / 1000.0),
                 sample,

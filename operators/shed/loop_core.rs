@@ -339,6 +339,10 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
         }
         if due > self.ended {
             let (own, limited) = self.meter.period_end(now, late);
+            let waiting = {
+                let ledger = self.meter.ledger.borrow();
+                ledger.admitted.saturating_sub(ledger.processed) as f64
+            };
             // Both flags start again with the next period.
             let gap = std::mem::take(&mut self.gap);
             let held = std::mem::take(&mut self.held);
@@ -347,6 +351,7 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
                 period: self.ended,
                 span: due - self.ended,
                 sample: own,
+                waiting,
                 stalled: gap >= self.tick * STALL_TICKS || held,
                 limited,
             };
@@ -365,7 +370,9 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
         while let Some(combined) = self.periods.next_ready(self.ended) {
             let mut controlled = combined.sample;
             if self.prediction == Prediction::Smith {
-                controlled.delay_ms = self.predictor.predict(&combined.sample, combined.stalled);
+                controlled.delay_ms = self
+                    .predictor
+                    .predict(&combined.sample, combined.waiting, combined.stalled);
             }
             let admitted = (!(self.guarded && combined.stalled)).then(|| {
                 self.last = combined.sample;

@@ -6,8 +6,11 @@
 //! admitted before the change have drained: the plant has a dead time of
 //! about the delay itself (three periods at a 300 ms target and 100 ms
 //! periods), and a PI loop fast enough to settle in a few periods oscillates.
-//! The predictor counts the backlog (admitted minus processed records) and
-//! divides it by the measured processing rate: the delay a record admitted
+//! The predictor takes the backlog (records admitted whose time the output
+//! has not completed, counted, not integrated from rates: the processed
+//! rate is read over a window longer than a period, and summed period by
+//! period it lags every ramp, a lag that would stay in the count for good)
+//! and divides it by the measured processing rate: the delay a record admitted
 //! now can expect. It adds the median of the last few
 //! differences between the measured age of the oldest record and what the
 //! same model says that record waited for (the backlog when it arrived), so
@@ -51,8 +54,8 @@ const FRONTIER_SLACK: f64 = 1.5;
 /// A Smith predictor for the frontier delay.
 #[derive(Debug, Clone)]
 pub(crate) struct DelayPredictor {
-    /// (end of the period, admitted − processed records since the start,
-    /// admitted records since the start), newest first, from (0, 0, 0) or
+    /// (end of the period, records waiting at its end, admitted records
+    /// since the start), newest first, from (0, 0, 0) or
     /// the oldest of the last [`MAX_PERIODS`].
     backlog: VecDeque<(f64, f64, f64)>,
     /// The latest readings of the model mismatch, ms, oldest first.
@@ -69,8 +72,9 @@ impl Default for DelayPredictor {
 }
 
 impl DelayPredictor {
-    /// Records the period in `sample` and predicts the delay of a record
-    /// admitted now, ms. A period that measured a stall of the process
+    /// Records the period in `sample`, at whose end `waiting` records let
+    /// in were not yet done, and predicts the delay of a record admitted
+    /// now, ms. A period that measured a stall of the process
     /// (`stalled`) adds its records to the backlog, but its oldest record's
     /// age, the stall's, does not correct the model: early in a run, with
     /// fewer readings than the median needs to outvote it, it would hold
@@ -82,12 +86,11 @@ impl DelayPredictor {
     /// done, so at most those admitted since can wait. Counts that lag the
     /// frontier (a burst right after a stall, when the dataflow already
     /// caught up) would otherwise read as overload.
-    pub(crate) fn predict(&mut self, sample: &PeriodSample, stalled: bool) -> f64 {
-        let (end, backlog, admitted) = self.backlog[0];
+    pub(crate) fn predict(&mut self, sample: &PeriodSample, waiting: f64, stalled: bool) -> f64 {
+        let (end, _, admitted) = self.backlog[0];
         let now = end + sample.length_ms;
-        let backlog = backlog + (sample.admitted_rate - sample.processed_rate) * sample.length_ms / 1000.0;
         let admitted = admitted + sample.admitted_rate * sample.length_ms / 1000.0;
-        self.backlog.push_front((now, backlog, admitted));
+        self.backlog.push_front((now, waiting, admitted));
         self.backlog.truncate(MAX_PERIODS);
         let rate = sample.processed_rate.max(1.0) / 1000.0;
         // How far the oldest record's age differs from what the model says
@@ -104,7 +107,7 @@ impl DelayPredictor {
         let mut sorted: Vec<f64> = self.mismatches.iter().copied().collect();
         sorted.sort_by(f64::total_cmp);
         let correction = sorted.get(sorted.len() / 2).copied().unwrap_or(0.0);
-        let waiting = backlog.min(FRONTIER_SLACK * (admitted - admitted_then));
+        let waiting = waiting.min(FRONTIER_SLACK * (admitted - admitted_then));
         (waiting / rate + correction).max(0.0)
     }
 
@@ -152,7 +155,7 @@ mod tests {
             .chain(std::iter::repeat_n(1500.0, 20));
         for (k, rate) in admitted.enumerate() {
             let (age, processed) = fifo.step(rate, capacity, period);
-            let predicted = predictor.predict(&sample(age, rate, processed), false);
+            let predicted = predictor.predict(&sample(age, rate, processed), fifo.backlog(), false);
             let newest = 1000.0 * fifo.backlog() / capacity;
             assert!(
                 (predicted - newest).abs() <= 1e-6 * newest.max(1.0),
@@ -165,7 +168,7 @@ mod tests {
     fn without_a_backlog_change_the_prediction_is_the_measurement() {
         let mut predictor = DelayPredictor::default();
         for _ in 0..10 {
-            assert_eq!(predictor.predict(&sample(250.0, 800.0, 800.0), false), 250.0);
+            assert_eq!(predictor.predict(&sample(250.0, 800.0, 800.0), 0.0, false), 250.0);
         }
     }
 
@@ -175,10 +178,10 @@ mod tests {
         // record is seconds old; the next periods are as before.
         let mut predictor = DelayPredictor::default();
         for _ in 0..5 {
-            assert_eq!(predictor.predict(&sample(250.0, 800.0, 800.0), false), 250.0);
+            assert_eq!(predictor.predict(&sample(250.0, 800.0, 800.0), 0.0, false), 250.0);
         }
-        assert_eq!(predictor.predict(&sample(5000.0, 800.0, 800.0), false), 250.0);
-        assert_eq!(predictor.predict(&sample(250.0, 800.0, 800.0), false), 250.0);
+        assert_eq!(predictor.predict(&sample(5000.0, 800.0, 800.0), 0.0, false), 250.0);
+        assert_eq!(predictor.predict(&sample(250.0, 800.0, 800.0), 0.0, false), 250.0);
     }
 
     #[test]
@@ -188,8 +191,8 @@ mod tests {
         // on the burst at once. Counted as a reading, the stall was the
         // larger of the first two and held the prediction 150 ms up.
         let mut predictor = DelayPredictor::default();
-        predictor.predict(&sample(160.0, 100.0, 60.0), true);
-        let after = predictor.predict(&sample(10.0, 3000.0, 3000.0), false);
+        predictor.predict(&sample(160.0, 100.0, 60.0), 4.0, true);
+        let after = predictor.predict(&sample(10.0, 3000.0, 3000.0), 0.0, false);
         assert!(after < 20.0, "{after}");
     }
 
@@ -201,9 +204,9 @@ mod tests {
         // admitted in the last 10 ms.
         let mut predictor = DelayPredictor::default();
         for _ in 0..5 {
-            predictor.predict(&sample(10.0, 700.0, 700.0), false);
+            predictor.predict(&sample(10.0, 700.0, 700.0), 0.0, false);
         }
-        let burst = predictor.predict(&sample(10.0, 3000.0, 700.0), false);
+        let burst = predictor.predict(&sample(10.0, 3000.0, 700.0), 230.0, false);
         assert!(burst < 100.0, "{burst}");
     }
 }

@@ -27,6 +27,9 @@ pub(crate) struct Share {
     pub span: u64,
     /// Its rates and delays over the period.
     pub sample: PeriodSample,
+    /// Records it let in whose time the output had not completed when the
+    /// period ended.
+    pub waiting: f64,
     /// Whether it stood still for much of the period (see `ShedLoop`), or
     /// its throttle yielded to a shedder: a guarded controller holds its
     /// decision.
@@ -55,6 +58,8 @@ pub(crate) struct Combined {
     pub sample: PeriodSample,
     /// This worker's own measurements of the period.
     pub own: PeriodSample,
+    /// The workers' mean of the records waiting at the period's end.
+    pub waiting: f64,
     /// Whether any worker stood still.
     pub stalled: bool,
     /// Every share heard of the period (this worker's too).
@@ -132,6 +137,7 @@ impl Periods {
             period,
             sample: combine(&shares, self.workers),
             own,
+            waiting: shares.iter().map(|share| share.waiting).sum::<f64>() / self.workers as f64,
             stalled: shares.iter().any(|share| share.stalled),
             shares,
         })
@@ -243,6 +249,7 @@ mod tests {
                 length_ms: 100.0,
                 ..PeriodSample::default()
             },
+            waiting: arrival_rate / 10.0,
             stalled: false,
             limited: false,
         }
@@ -271,9 +278,10 @@ mod tests {
         let samples = |seen: &[Combined]| seen.iter().map(|c| c.sample).collect::<Vec<_>>();
         assert_eq!(samples(&seen_a), samples(&seen_b));
         assert_eq!(seen_a.len(), 2);
-        // The mean rates over both workers, the delay of the worker that
-        // dates the output's oldest time earliest.
+        // The mean rates and records waiting over both workers, the delay
+        // of the worker that dates the output's oldest time earliest.
         assert_eq!(seen_a[0].sample.arrival_rate, 500.0);
+        assert_eq!((seen_a[0].waiting, seen_b[0].waiting), (50.0, 50.0));
         assert_eq!(seen_a[0].sample.delay_ms, 120.0);
         assert_eq!(seen_a[1].sample.arrival_rate, 500.0);
         assert_eq!(seen_a[1].own.arrival_rate, 900.0);
