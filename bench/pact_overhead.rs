@@ -18,7 +18,7 @@
 //! this is the cheapest valid fingerprint) and `key_hash` of the key (what a
 //! program with arbitrary keys writes). Two receivers: one that only counts
 //! records (the pact is all the work) and one that counts per key in a
-//! HashMap (the first phase of `pkg_count`, the pact's intended consumer).
+//! HashMap (the first phase of `pkg_count_running`, the pact's intended consumer).
 //! Each round runs every configuration once, in rotating order, so machine
 //! noise hits all alike; the table gives the median and the range over rounds.
 
@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use clap::Parser;
 use equipoise::common::hash::{key_hash, splitmix64};
-use equipoise::pkg::{Grouped, KeyGrouping, PartialKeyGrouping, PkgEventBuilder, LOG_NAME};
+use equipoise::pkg::{Grouped, KeyGrouping, PartialKeyGrouping, Pkg, PkgEventBuilder, LOG_NAME};
 use equipoise_lab::common::median::spread;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, ParallelizationContract};
@@ -157,7 +157,11 @@ fn measure(pact: Pact, setup: Setup, args: &Args) -> f64 {
                 Pact::Pkg => receive(stream, PartialKeyGrouping::new(key), receiver),
                 Pact::DChoices => receive(stream, Grouped::d_choices(key), receiver),
                 Pact::WChoices => receive(stream, Grouped::w_choices(key), receiver),
-                Pact::PkgSlack => receive(stream, PartialKeyGrouping::new(key).with_slack(slack), receiver),
+                Pact::PkgSlack => receive(
+                    stream,
+                    PartialKeyGrouping::with_grouping(Pkg::with_slack(slack), key),
+                    receiver,
+                ),
             };
             received.probe().0
         });

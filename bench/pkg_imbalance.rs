@@ -16,10 +16,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Parser;
-use equipoise::common::Error;
 use equipoise_lab::common::keys::{KeySampler, KeySpec};
 use equipoise_lab::common::lines::OnError;
 use equipoise_lab::common::program::write_report;
+use equipoise_lab::common::Error;
 use equipoise_lab::pkg::sim::plot::{write_panels, Panel};
 use equipoise_lab::pkg::sim::{replay, Dataset, SimScheme, Split};
 use serde::Serialize;

@@ -16,8 +16,8 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use equipoise::common::Error;
-use equipoise::shed::{Deadline, ShedLoop, TimeSliced};
+use equipoise::shed::{ShedLoop, TimeSliced};
+use equipoise_lab::common::Error;
 use equipoise_lab::shed::cli::{RunArgs, ShedArgs, ShedCommand};
 use equipoise_lab::shed::job::{run_shedding_with, Record, ShedJob, WorkerFigures, PROCESSING_SLICE};
 use timely::dataflow::operators::{Exchange, Input, Probe};
@@ -54,12 +54,11 @@ fn worker(worker: &mut Worker, job: &ShedJob) -> WorkerFigures {
     let output = ProbeHandle::new();
     let shedding = worker.dataflow::<u64, _, _>(|scope| {
         let settings = job.settings(&testbed);
-        // Semantic shedding (`--shed semantic`) drops the lowest utility first.
-        let utility = |record: &Record| record.1;
+        // Random drops, or the lowest utility first (`--shed semantic`).
         let (admitted, shedding) =
             scope
                 .input_from(&mut input)
-                .shed_loop(&settings, job.controller(), &output, utility);
+                .shed_loop_with(&settings, job.controller(), &output, job.drops());
         // Few readers (`--readers one`): the admitted records spread over
         // every worker.
         let admitted = if job.readers.exchanged() {
@@ -77,8 +76,7 @@ fn worker(worker: &mut Worker, job: &ShedJob) -> WorkerFigures {
         // Records that can no longer make the target are dropped before
         // their work is spent (`--drop-late false`: worked on anyway).
         if job.drop_late {
-            let deadline = Deadline::new(&settings, &shedding);
-            admitted.time_sliced_within("Process", PROCESSING_SLICE, &deadline, process)
+            admitted.time_sliced_within("Process", PROCESSING_SLICE, &shedding.deadline(), process)
         } else {
             admitted.time_sliced("Process", PROCESSING_SLICE, process)
         }

@@ -23,11 +23,11 @@ use std::process::ExitCode;
 use std::rc::Rc;
 
 use clap::Parser;
-use equipoise::common::Error;
 use equipoise::swarm::{Match, PartitionState, RangeQueries, SpatioTextual, Swarm};
 use equipoise_lab::common::cluster::ClusterArgs;
 use equipoise_lab::common::driver::run_gathered;
 use equipoise_lab::common::program::write_report;
+use equipoise_lab::common::Error;
 use equipoise_lab::swarm::cli::{SpatialArgs, SpatialRun};
 use equipoise_lab::swarm::job::{SpatialJob, SpatialReport, WorkerFigures};
 use timely::container::CapacityContainerBuilder;

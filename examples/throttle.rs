@@ -29,13 +29,14 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
 use equipoise::common::hash::key_hash;
-use equipoise::common::{BusyWork, Error};
+use equipoise::common::BusyWork;
 use equipoise::shed::{Auto, LoopEvent, LoopSettings, ThrottleLoop, ThrottlePeriod, TimeSliced, LOG_NAME};
 use equipoise_lab::common::cluster::ClusterArgs;
 use equipoise_lab::common::driver::run_gathered;
 use equipoise_lab::common::latency::LatencySummary;
 use equipoise_lab::common::log_file::LogFile;
 use equipoise_lab::common::program::{exit_code, exit_quietly_on_closed_stdout, write_report};
+use equipoise_lab::common::Error;
 use equipoise_lab::shed::job::CostStep;
 use equipoise_lab::shed::readers::Readers;
 use serde::{Deserialize, Serialize};

@@ -20,13 +20,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use equipoise::common::Error;
 use equipoise::pkg::Scheme;
 use equipoise::shed::{nominal_pi, NOMINAL_POLES};
 use equipoise::swarm::RangeQueries;
 use equipoise::swarm::{Grid, Rect};
 use equipoise_lab::common::cluster::ClusterArgs;
 use equipoise_lab::common::keys::{KeySampler, KeySpec};
+use equipoise_lab::common::Error;
 use equipoise_lab::pkg::wordcount::{comparison_table, run_wordcount, KeySource, WordcountConfig};
 use equipoise_lab::shed::job::{run_shedding, ControllerSpec, ShedJob};
 use equipoise_lab::swarm::job::{run_spatial, DecisionSpec, PolicySpec, SpatialJob};

@@ -12,13 +12,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
-use equipoise::common::Error;
 use equipoise::pkg::Scheme;
 use equipoise_lab::common::cluster::ClusterArgs;
 use equipoise_lab::common::keys::{KeySampler, KeySpec};
 use equipoise_lab::common::lines::{read_key_lines, OnError};
 use equipoise_lab::common::log_file::LogFile;
 use equipoise_lab::common::program::{check_work_us, write_report};
+use equipoise_lab::common::Error;
 use equipoise_lab::pkg::wordcount::{run_wordcount, KeySource, WordcountConfig, WordcountReport};
 
 /// Word count over a skewed key stream, grouped by key, shuffle, PoTC or PKG.

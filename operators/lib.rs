@@ -7,7 +7,7 @@
 //! - [`pkg`]: Partial Key Grouping. Exchange pacts that split each key over
 //!   two workers, choosing the less loaded by a load estimate each sender keeps
 //!   locally, with key grouping, shuffle and PoTC baselines; two-phase
-//!   aggregation operators (`pkg_aggregate`, `pkg_count`, `top_k`) that merge
+//!   aggregation operators (`pkg_aggregate`, `pkg_count_running`, `top_k`) that merge
 //!   the split partial results exactly; `pkg_count` for differential
 //!   collections.
 //! - [`swarm`]: SWARM. `records.swarm::<App>(&config, policy)` routes points
@@ -18,12 +18,11 @@
 //! - [`shed`]: load shedding held at a delay target by a PI controller on the
 //!   frontier-measured delay, with identification and pole-placement design,
 //!   against the coarse algorithm.
-//! - [`common`]: deterministic hashing, errors, busy work.
+//! - [`common`]: deterministic hashing, the library's error, busy work.
 //!
 //! Features: `differential` (on by default) adds PKG's count of a
 //! differential collection; `clap` derives `clap::ValueEnum` for the enums a
-//! command line picks from (`Scheme`, `Actuation`, `ShedMode`,
-//! `Prediction`).
+//! command line picks from (`Scheme`, `Actuation`, `Prediction`).
 //!
 //! ```
 //! use timely::dataflow::operators::{ToStream, Inspect};
@@ -34,7 +33,7 @@
 //!     worker.dataflow::<u64, _, _>(|scope| {
 //!         let words = ["the", "cat", "the", "hat", "the"].map(String::from);
 //!         words.to_stream(scope)
-//!             .pkg_count(PartialKeyGrouping::new(|word: &String| key_hash(word)))
+//!             .pkg_count_running(PartialKeyGrouping::new(|word: &String| key_hash(word)))
 //!             .top_k(1)
 //!             .inspect(|top| println!("most frequent: {top:?}"));
 //!     });

@@ -1,4 +1,4 @@
-//! Two-phase aggregation against independent references: `pkg_count` and
+//! Two-phase aggregation against independent references: `pkg_count_running` and
 //! `top_k` against a HashMap count, the differential `pkg_count` against
 //! differential's own `count()`, at 1, 2, 3 and 4 workers.
 
@@ -31,7 +31,7 @@ fn run_count(workers: usize, records: Records, k: usize) -> (HashMap<u16, u64>, 
         let probe = worker.dataflow::<u64, _, _>(|scope| {
             let counts = scope
                 .input_from(&mut input)
-                .pkg_count(PartialKeyGrouping::new(|key: &u16| key_hash(key)));
+                .pkg_count_running(PartialKeyGrouping::new(|key: &u16| key_hash(key)));
             let (probe, _) = counts
                 .clone()
                 .inspect_core(move |event| {

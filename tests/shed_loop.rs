@@ -40,10 +40,7 @@ fn capacity() -> f64 {
 
 /// The default PI for this dataflow.
 fn pi() -> Pi {
-    Pi::new(
-        nominal_pi(PERIOD_MS, capacity(), default_poles(Prediction::Smith)),
-        TARGET_MS,
-    )
+    Pi::new(nominal_pi(PERIOD_MS, capacity(), default_poles(Prediction::Smith)))
 }
 
 /// One run at a time: the runs measure delays against a CPU they must
@@ -114,10 +111,7 @@ impl Run {
             let delays = Rc::new(RefCell::new(Vec::new()));
             let exchange = run.exchange;
             let handle = worker.dataflow::<u64, _, _>(|scope| {
-                let (admitted, handle) =
-                    scope
-                        .input_from(&mut input)
-                        .shed_loop(&settings, controller, &output, |_: &(u64, u64)| 0.0);
+                let (admitted, handle) = scope.input_from(&mut input).shed_loop(&settings, controller, &output);
                 let admitted = if exchange {
                     admitted.exchange(|&(_, seq): &(u64, u64)| seq)
                 } else {
@@ -390,8 +384,7 @@ fn identification_on_the_users_dataflow_finds_its_queue_and_a_stable_design() {
     // just before, under the same load.
     for workers in 1..=2 {
         let measured = measured_capacity(workers);
-        let seen = Run::new(workers, 2.0 * capacity() * workers as f64, 3.0)
-            .go(move || Excited::around(measured, PERIOD_MS, TARGET_MS));
+        let seen = Run::new(workers, 2.0 * capacity() * workers as f64, 3.0).go(move || Excited::around(measured));
         for s in &seen {
             assert_eq!(s.processed, s.arrived - s.dropped, "nothing admitted is lost");
             // With the cores to itself (the capacity measured is the 20 µs
@@ -445,14 +438,12 @@ fn a_busy_worker_decides_the_same_periods_as_an_idle_one() {
             },
         );
         let settings = LoopSettings::new(Duration::from_millis(300)).with_period(PERIOD);
-        let controller = Pi::new(nominal_pi(10.0, capacity(), default_poles(Prediction::Smith)), 300.0);
+        let controller = Pi::new(nominal_pi(10.0, capacity(), default_poles(Prediction::Smith)));
         let mut input = InputHandle::new();
         let output = ProbeHandle::new();
         let busy = worker.index() == 1;
         worker.dataflow::<u64, _, _>(|scope| {
-            let (admitted, _) = scope
-                .input_from(&mut input)
-                .shed_loop(&settings, controller, &output, |_: &u64| 0.0);
+            let (admitted, _) = scope.input_from(&mut input).shed_loop(&settings, controller, &output);
             admitted
                 .inspect_core(move |event| {
                     let began = Instant::now();

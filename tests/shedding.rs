@@ -3,8 +3,8 @@
 
 use equipoise::shed::Actuation;
 use equipoise::shed::PiParams;
-use equipoise::shed::ShedMode;
 use equipoise::shed::{nominal_pi, NOMINAL_POLES};
+use equipoise_lab::shed::job::ShedMode;
 use equipoise_lab::shed::job::{run_shedding, ControllerSpec, ShedJob};
 use equipoise_lab::shed::profile::Profile;
 use support::{report, run_example, run_two_processes, scratch};

@@ -1,5 +1,5 @@
 //! PKG's memory soak: skewed keys from a bounded key space through
-//! `pkg_count` (PKG) into `top_k`, and `pkg_aggregate` through D-Choices,
+//! `pkg_count_running` (PKG) into `top_k`, and `pkg_aggregate` through D-Choices,
 //! at 4 workers, as fast as the machine goes, with the pacts' log listened
 //! to; the process's memory must stop growing after the first minute (see
 //! `support/soak.rs`). Ten minutes, so ignored by default:
@@ -39,7 +39,7 @@ fn pkg_operators_hold_their_memory() {
         worker.dataflow::<u64, _, _>(|scope| {
             let keys = scope.input_from(&mut input);
             keys.clone()
-                .pkg_count(PartialKeyGrouping::new(|key: &u64| key_hash(key)))
+                .pkg_count_running(PartialKeyGrouping::new(|key: &u64| key_hash(key)))
                 .top_k(10)
                 .probe_with(&probe);
             keys.map(|key| (key, 1u64))

@@ -52,7 +52,7 @@ fn shedding_loop_and_throttle_hold_their_memory() {
             let (admitted, shed) =
                 scope
                     .input_from(&mut shed_input)
-                    .shed_loop(&settings, Auto::default(), &shed_output, |_: &u64| 0.0);
+                    .shed_loop(&settings, Auto::default(), &shed_output);
             admitted
                 .time_sliced("Shed work", Duration::from_millis(1), |_time, x| work(x))
                 .probe_with(&shed_output);

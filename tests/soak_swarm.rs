@@ -64,7 +64,7 @@ fn swarm_holds_its_memory() {
             matches.inspect(move |_| {
                 matched.fetch_add(1, Ordering::Relaxed);
             });
-            handles.probe
+            handles.probe().clone()
         });
         if index == 0 {
             for id in 0..QUERIES {

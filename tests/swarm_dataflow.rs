@@ -235,8 +235,8 @@ fn orders_under(
             });
             handles
         });
-        job.feed(worker, input, &handles.probe, &handles);
-        let orders = handles.orders.borrow().clone();
+        job.feed(worker, input, handles.probe(), &handles);
+        let orders = handles.orders();
         let gathered = gather_at_first_worker(worker, seen.get());
         if worker.index() == 0 {
             let total = gathered.iter().fold((0u64, 0u64), |(c, d), &(count, digest)| {
@@ -509,10 +509,10 @@ fn the_coordinators_decisions_are_logged_to_timely_logging() {
                 .unwrap();
             handles
         });
-        job.feed(worker, input, &handles.probe, &handles);
+        job.feed(worker, input, handles.probe(), &handles);
         worker.log_register().unwrap().flush();
         // Every worker logs the partitions it sent away, as its figures count them.
-        let figures = handles.figures.borrow().clone();
+        let figures = handles.figures();
         let mut events = events.take();
         let migrated: Vec<u64> = events
             .iter()
@@ -529,7 +529,7 @@ fn the_coordinators_decisions_are_logged_to_timely_logging() {
         events.retain(|event| !matches!(event, SwarmEvent::Migrated { .. }));
         moved.lock().unwrap().push(figures.partitions_moved);
         if worker.index() == 0 {
-            *slot.lock().unwrap() = Some((handles.orders.borrow().clone(), events));
+            *slot.lock().unwrap() = Some((handles.orders(), events));
         } else {
             // The coordinator runs on worker 0 alone.
             assert!(events.is_empty());

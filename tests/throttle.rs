@@ -320,10 +320,9 @@ fn share_one_output(ask: usize) -> Shared {
             let (waiting, throttle) = scope
                 .input_from(&mut waits)
                 .throttle_loop(&settings, Auto::default(), &output);
-            let (admitted, shedding) =
-                scope
-                    .input_from(&mut firehose)
-                    .shed_loop(&settings, Auto::default(), &output, |_: &(u64, bool)| 0.0);
+            let (admitted, shedding) = scope
+                .input_from(&mut firehose)
+                .shed_loop(&settings, Auto::default(), &output);
             let books = Rc::clone(&seen);
             waiting
                 .concat(admitted)

@@ -17,7 +17,7 @@ use timely::worker::Worker;
 use timely::CommunicationConfig;
 
 use super::watch::Watch;
-use equipoise::common::error::Error;
+use crate::common::Error;
 
 /// The timely cluster settings, as clap arguments (flatten into a program's own).
 #[derive(clap::Args, Debug, Clone)]

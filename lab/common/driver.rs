@@ -12,7 +12,7 @@ use timely::ExchangeData;
 
 use super::cluster::ClusterArgs;
 use super::gather::gather_at_first_worker;
-use equipoise::common::error::Error;
+use crate::common::Error;
 
 /// Runs `job` on every worker of the cluster `cluster` describes, gathers
 /// what each returns at worker 0 and returns `assemble`'s report of them in

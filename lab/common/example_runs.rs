@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::launch::{run_cluster, Shape};
-use equipoise::common::error::Error;
+use crate::common::Error;
 
 /// An example program and the flags it runs with.
 #[derive(Debug, Clone)]

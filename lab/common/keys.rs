@@ -12,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, LogNormal};
 
 use super::memory::check_fits;
-use equipoise::common::error::Error;
+use crate::common::Error;
 use equipoise::common::hash::splitmix64;
 
 /// The form of a synthetic key stream, as written on the command line.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use equipoise::common::error::Error;
+use crate::common::Error;
 
 /// Processes × worker threads per process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use equipoise::common::error::Error;
+use crate::common::Error;
 
 /// What to do with a malformed input line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]

@@ -12,7 +12,7 @@ use timely::container::CapacityContainerBuilder;
 use timely::worker::Worker;
 
 use super::cluster::ClusterArgs;
-use equipoise::common::error::Error;
+use crate::common::Error;
 
 /// A file the workers of this process log to. Clones share it.
 #[derive(Clone)]

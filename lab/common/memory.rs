@@ -1,7 +1,7 @@
 //! Refusing, before allocating, a setting whose memory cannot fit: a
 //! clear error with the figure instead of an abort or a machine that swaps.
 
-use equipoise::common::error::Error;
+use crate::common::Error;
 
 /// Bytes of memory this machine can still give a process without swapping
 /// (`MemAvailable` of `/proc/meminfo`); `None` where that is not known.

@@ -4,6 +4,7 @@
 
 pub mod cluster;
 pub mod driver;
+pub mod error;
 pub mod example_runs;
 pub mod gather;
 pub mod keys;
@@ -15,3 +16,5 @@ pub mod median;
 pub mod memory;
 pub mod program;
 mod watch;
+
+pub use error::Error;

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use equipoise::common::error::Error;
+use crate::common::Error;
 
 /// Writes `report` as pretty JSON to `path`.
 pub fn write_report<R: Serialize>(path: &Path, report: &R) -> Result<(), Error> {

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, Once};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use equipoise::common::error::Error;
+use crate::common::Error;
 
 /// How often a process tells the others it is alive.
 const BEAT: Duration = Duration::from_millis(250);

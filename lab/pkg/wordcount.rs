@@ -23,9 +23,9 @@ use crate::common::keys::{key_name, KeySampler};
 use crate::common::latency::LatencySummary;
 use crate::common::lines::KeyLines;
 use crate::common::log_file::LogFile;
+use crate::common::Error;
 use equipoise::common::busy_work::BusyWork;
 use equipoise::common::hash::{fnv1a64, key_hash, splitmix64};
-use equipoise::common::Error;
 
 use equipoise::pkg::Grouped;
 use equipoise::pkg::Scheme;

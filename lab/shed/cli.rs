@@ -13,17 +13,16 @@ use clap::{Args, Subcommand, ValueEnum};
 use crate::common::cluster::ClusterArgs;
 use crate::common::log_file::LogFile;
 use crate::common::program::write_report;
-use equipoise::common::Error;
+use crate::common::Error;
 
 use super::identification::Identification;
-use super::job::{capacity_per_worker, ControllerSpec, CostStep, ShedJob, ShedReport};
+use super::job::{capacity_per_worker, ControllerSpec, CostStep, ShedJob, ShedMode, ShedReport};
 use super::plot::{write_trace_csv, write_trace_svg};
 use super::profile::Profile;
 use super::readers::Readers;
 use equipoise::shed::Actuation;
 use equipoise::shed::PiParams;
 use equipoise::shed::Prediction;
-use equipoise::shed::ShedMode;
 use equipoise::shed::{closed_loop_poles, default_poles, design, is_stable, nominal_model, nominal_pi};
 
 /// Load shedding held at a delay target by a PI controller.

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use equipoise::common::Error;
+use crate::common::Error;
 
 use super::job::{run_shedding, ControllerSpec, ShedJob};
 use super::profile::Profile;
@@ -107,6 +107,6 @@ impl Identification {
             .map(|row| row.admitted_rate / self.workers as f64)
             .collect();
         let delay: Vec<f64> = report.trace.iter().map(|row| row.controlled_delay_ms).collect();
-        fit_identification(&admitted, &delay, self.target_ms)
+        Ok(fit_identification(&admitted, &delay, self.target_ms)?)
     }
 }

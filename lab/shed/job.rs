@@ -17,19 +17,17 @@ use timely::worker::Worker;
 use crate::common::cluster::ClusterArgs;
 use crate::common::driver::run_gathered;
 use crate::common::latency::LatencySummary;
+use crate::common::Error;
 use equipoise::common::busy_work::BusyWork;
 use equipoise::common::hash::splitmix64;
-use equipoise::common::Error;
 
 use super::profile::Profile;
 use super::readers::Readers;
 use crate::common::log_file::LogFile;
-use equipoise::shed::Actuation;
 use equipoise::shed::Auto;
-use equipoise::shed::Deadline;
 use equipoise::shed::Prediction;
-use equipoise::shed::ShedMode;
 use equipoise::shed::TimeSliced;
+use equipoise::shed::{Acting, Actuation, Drops};
 use equipoise::shed::{Bounded, Coarse, Controller, NoShedding, Pi, PiParams};
 use equipoise::shed::{ExcitationSpec, Excited};
 use equipoise::shed::{LoopEvent, LOG_NAME};
@@ -54,12 +52,12 @@ pub enum ControllerSpec {
 }
 
 impl ControllerSpec {
-    fn build(&self, target_ms: f64, periods: usize) -> Box<dyn Controller> {
+    fn build(&self, periods: usize) -> Box<dyn Controller> {
         match *self {
             ControllerSpec::Auto => Box::new(Auto::default()),
-            ControllerSpec::Bounded(params) => Box::new(Bounded::new(params, target_ms)),
-            ControllerSpec::Pi(params) => Box::new(Pi::new(params, target_ms)),
-            ControllerSpec::Excited(params, spec) => Box::new(Excited::new(Pi::new(params, target_ms), spec, periods)),
+            ControllerSpec::Bounded(params) => Box::new(Bounded::new(params)),
+            ControllerSpec::Pi(params) => Box::new(Pi::new(params)),
+            ControllerSpec::Excited(params, spec) => Box::new(Excited::new(Pi::new(params), spec, periods)),
             ControllerSpec::Coarse => Box::new(Coarse),
             ControllerSpec::None => Box::new(NoShedding),
         }
@@ -76,6 +74,16 @@ impl ControllerSpec {
             ControllerSpec::None => "none",
         }
     }
+}
+
+/// How the shedder chooses the records it drops (`--shed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum ShedMode {
+    /// Each record independently ([`Drops::random`]).
+    Random,
+    /// The lowest utility first ([`Drops::lowest_utility`]).
+    Semantic,
 }
 
 /// A step in the per-record cost.
@@ -440,16 +448,26 @@ impl ShedJob {
         settings.history = settings
             .history
             .max((self.duration_s * 1000.0 / self.period_ms) as usize + 1);
-        settings.mode = self.mode;
-        settings.seed = self.seed;
-        settings.actuation = self.actuation;
         settings
+    }
+
+    /// How the shedder chooses, seeded with the job's seed.
+    pub fn drops(&self) -> Drops<Record> {
+        match self.mode {
+            ShedMode::Random => Drops::random(),
+            ShedMode::Semantic => Drops::lowest_utility(|record: &Record| record.1),
+        }
+        .with_seed(self.seed)
     }
 
     /// The controller, new.
     pub fn controller(&self) -> Box<dyn Controller> {
         let periods = (self.duration_s * 1000.0 / self.period_ms).ceil() as usize;
-        self.controller.build(self.target_ms, periods)
+        let controller = self.controller.build(periods);
+        match self.actuation {
+            Some(actuation) => Box::new(Acting::new(controller, actuation)),
+            None => controller,
+        }
     }
 
     /// Feeds this worker's share of the profile's arrivals into `input` for
@@ -462,7 +480,7 @@ impl ShedJob {
         worker: &mut Worker,
         testbed: &Testbed,
         mut input: timely::dataflow::operators::vec::input::Handle<u64, Record>,
-        shedding: &LoopHandle,
+        shedding: &LoopHandle<u64>,
         output: &ProbeHandle<u64>,
     ) -> WorkerFigures {
         let (index, peers) = (worker.index(), worker.peers());
@@ -576,12 +594,11 @@ pub fn run_shedding_on(job: ShedJob, cluster: &ClusterArgs) -> Result<Option<She
         let mut input = InputHandle::new();
         let output = ProbeHandle::new();
         let shedding = worker.dataflow::<u64, _, _>(|scope| {
-            let utility = |record: &Record| record.1;
             let settings = job.settings(&testbed);
             let (admitted, shedding) =
                 scope
                     .input_from(&mut input)
-                    .shed_loop(&settings, job.controller(), &output, utility);
+                    .shed_loop_with(&settings, job.controller(), &output, job.drops());
             let processing = testbed.clone();
             // Few readers: the admitted records spread over every worker.
             let admitted = if job.readers.exchanged() {
@@ -594,8 +611,7 @@ pub fn run_shedding_on(job: ShedJob, cluster: &ClusterArgs) -> Result<Option<She
                 None::<()>
             };
             if job.drop_late {
-                let deadline = Deadline::new(&settings, &shedding);
-                admitted.time_sliced_within("Process", PROCESSING_SLICE, &deadline, process)
+                admitted.time_sliced_within("Process", PROCESSING_SLICE, &shedding.deadline(), process)
             } else {
                 admitted.time_sliced("Process", PROCESSING_SLICE, process)
             }

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use equipoise::common::Error;
+use crate::common::Error;
 
 use super::job::TraceRow;
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use crate::common::lines::{for_each_line, OnError};
-use equipoise::common::Error;
+use crate::common::Error;
 
 /// The highest arrival rate a profile may ask for, records/s: above what
 /// one process can generate (the run would only queue arrivals in memory,

@@ -8,7 +8,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use equipoise::common::Error;
+use crate::common::Error;
 
 /// How the arrivals are split over the workers.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]

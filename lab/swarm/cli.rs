@@ -9,7 +9,7 @@ use crate::common::cluster::ClusterArgs;
 use crate::common::lines::OnError;
 use crate::common::log_file::LogFile;
 use crate::common::program::check_work_us;
-use equipoise::common::Error;
+use crate::common::Error;
 
 use super::input::{read_spatial, SpatialInput};
 use super::job::{DecisionSpec, PolicySpec, SpatialJob, SpatialReport};

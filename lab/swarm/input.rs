@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use crate::common::lines::{for_each_line, OnError};
-use equipoise::common::Error;
+use crate::common::Error;
 
 use equipoise::swarm::{Grid, OutOfBounds, Rect};
 use equipoise::swarm::{Item, Record};

@@ -24,8 +24,8 @@ use crate::common::latency::LatencySummary;
 use crate::common::log_file::LogFile;
 use crate::common::median::Quantiles;
 use crate::common::memory::check_fits;
+use crate::common::Error;
 use equipoise::common::busy_work::BusyWork;
-use equipoise::common::Error;
 use equipoise::swarm::{SwarmEvent, LOG_NAME};
 
 use super::input::SpatialInput;
@@ -275,12 +275,12 @@ impl WorkerFigures {
     /// epochs went as `times` says.
     pub fn of(handles: &SwarmHandles, (matches, digest): (u64, u64), times: Fed) -> Self {
         WorkerFigures {
-            executor: handles.figures.borrow().clone(),
+            executor: handles.figures(),
             epoch_checks: times.epoch_checks,
-            refused: *handles.refused.borrow(),
+            refused: handles.refused(),
             matches,
             digest,
-            orders: handles.orders.borrow().clone(),
+            orders: handles.orders(),
             latencies_us: times.epochs.latencies_us,
             elapsed_s: times.epochs.elapsed_s,
         }
@@ -417,10 +417,17 @@ impl<P: Clone + 'static, Q: Clone + 'static> SpatialJob<P, Q> {
         probe: &ProbeHandle<u64>,
         handles: &SwarmHandles,
     ) -> Fed {
-        let mut epoch_checks = Vec::new();
+        let mut epoch_checks: Vec<(u64, u64)> = Vec::new();
+        // The epochs completed since the last read (each once: epochs
+        // complete in order on a worker).
         let drain = |epoch_checks: &mut Vec<(u64, u64)>| {
-            let mut figures = handles.figures.borrow_mut();
-            epoch_checks.extend(figures.recent_epochs.drain(..).map(|e| (e.epoch, e.checks)));
+            let last = epoch_checks.last().map(|&(epoch, _)| epoch);
+            let figures = handles.figures();
+            let new = figures
+                .recent_epochs
+                .iter()
+                .filter(|e| last.is_none_or(|last| e.epoch > last));
+            epoch_checks.extend(new.map(|e| (e.epoch, e.checks)).collect::<Vec<_>>());
         };
         let (index, peers) = (worker.index() as u64, worker.peers() as u64);
         let records = &self.input.records;
@@ -503,7 +510,7 @@ where
                 });
                 handles
             });
-            let times = shared.feed(worker, input, &handles.probe, &handles);
+            let times = shared.feed(worker, input, handles.probe(), &handles);
             let seen = *seen.borrow();
             WorkerFigures::of(&handles, seen, times)
         },

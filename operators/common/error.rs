@@ -1,42 +1,23 @@
-//! The error type of equipoise: every variant says what was wrong and where.
+//! The error type of equipoise: what the library refuses, naming the
+//! setting or value and why.
 
 use std::fmt;
-use std::path::PathBuf;
 
-/// What went wrong, with enough context (file, line, value) to fix it.
-#[derive(Debug)]
+/// A setting or value the library cannot use, named with the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Error {
-    /// A file could not be opened or read.
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The operating system's reason.
-        source: std::io::Error,
-    },
-    /// A line of an input file is malformed.
-    Line {
-        /// The file.
-        path: PathBuf,
-        /// 1-based line number.
-        line: usize,
-        /// Why the line was rejected.
-        reason: String,
-    },
-    /// An option or parameter has a value that cannot be used.
+    /// An option, setting or parameter has a value that cannot be used.
     Invalid {
-        /// The option or parameter.
+        /// The option, setting or parameter.
         what: String,
         /// Why its value is rejected.
         reason: String,
     },
-    /// The timely runtime failed to start or a worker failed.
-    Runtime(String),
-    /// The processes of a cluster could not be connected.
-    Cluster(String),
 }
 
 impl Error {
-    /// An `Invalid` error for option `what`.
+    /// An `Invalid` error for `what`.
     pub fn invalid(what: impl Into<String>, reason: impl Into<String>) -> Self {
         Error::Invalid {
             what: what.into(),
@@ -48,22 +29,9 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Io { path, source } => write!(f, "{}: {}", path.display(), source),
-            Error::Line { path, line, reason } => {
-                write!(f, "{}:{}: {}", path.display(), line, reason)
-            }
             Error::Invalid { what, reason } => write!(f, "invalid {what}: {reason}"),
-            Error::Runtime(message) => write!(f, "timely runtime: {message}"),
-            Error::Cluster(message) => write!(f, "cluster: {message}"),
         }
     }
 }
 
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Error::Io { source, .. } => Some(source),
-            _ => None,
-        }
-    }
-}
+impl std::error::Error for Error {}

@@ -105,11 +105,11 @@ pub trait PkgCount<'scope, T: Timestamp + TotalOrder, K: AggregationKey> {
     ///
     /// timely::example(|scope| {
     ///     ["a", "b", "a"].map(String::from).to_stream(scope)
-    ///         .pkg_count(PartialKeyGrouping::new(|word: &String| key_hash(word)))
+    ///         .pkg_count_running(PartialKeyGrouping::new(|word: &String| key_hash(word)))
     ///         .inspect(|(word, count)| println!("{word}: {count}"));
     /// });
     /// ```
-    fn pkg_count<P>(self, pact: P) -> StreamVec<'scope, T, (K, u64)>
+    fn pkg_count_running<P>(self, pact: P) -> StreamVec<'scope, T, (K, u64)>
     where
         P: ParallelizationContract<T, Vec<K>>;
 }
@@ -140,7 +140,7 @@ where
     T: Timestamp + TotalOrder,
     K: AggregationKey,
 {
-    fn pkg_count<P>(self, pact: P) -> StreamVec<'scope, T, (K, u64)>
+    fn pkg_count_running<P>(self, pact: P) -> StreamVec<'scope, T, (K, u64)>
     where
         P: ParallelizationContract<T, Vec<K>>,
     {

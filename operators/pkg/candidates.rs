@@ -86,6 +86,10 @@ pub(crate) fn choices(key: u64, peers: usize, d: usize, out: &mut Vec<usize>) {
 /// Head keys scan up to every worker per message, so the scan runs four
 /// independent minimums over (load, position) packed into one integer
 /// (exact for any loads) and merges them: no chain of dependent compares.
+///
+/// # Panics
+///
+/// If `count` is 0, or `worker` names a worker `loads` does not hold.
 #[inline]
 pub fn least_loaded(count: usize, worker: impl Fn(usize) -> usize, loads: &[u64]) -> usize {
     assert!(count > 0, "at least one candidate");

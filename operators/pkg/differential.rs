@@ -9,9 +9,9 @@ use timely::progress::Timestamp;
 
 use crate::common::hash::key_hash;
 
+use super::grouping::Grouping;
 use super::pact::Grouped;
 use super::partial_key::Pkg;
-use super::router::Grouping;
 
 /// Counting a collection with each key's updates spread over several
 /// workers (two under PKG) before they are counted.

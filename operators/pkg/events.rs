@@ -13,8 +13,7 @@ use serde::{Deserialize, Serialize};
 use timely::container::CapacityContainerBuilder;
 use timely::logging_core::Logger;
 
-use super::pact::SendCounts;
-use super::router::Router;
+use super::grouping::{HeadKey, Router, SendCounts};
 
 /// The name the pacts log under.
 pub const LOG_NAME: &str = "equipoise/pkg";
@@ -26,17 +25,6 @@ pub type PkgEventBuilder = CapacityContainerBuilder<Vec<(Duration, PkgEvent)>>;
 /// How often a pact logs what it sent, unless set with
 /// [`Grouped::with_log_period`](super::Grouped::with_log_period).
 pub const DEFAULT_LOG_PERIOD: Duration = Duration::from_secs(1);
-
-/// One key of the head a D-/W-Choices sender spreads wider than PKG's two
-/// workers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HeadKey {
-    /// The key's fingerprint, as the pact's key function returned it.
-    pub key: u64,
-    /// How many workers it may go to (every worker for a key with more
-    /// than one worker's share, and under W-Choices).
-    pub workers: usize,
-}
 
 /// What one sending worker's pact decided.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

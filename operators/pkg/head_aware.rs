@@ -7,13 +7,14 @@
 //! head key may never receive its fair share.
 
 use crate::common::hash::splitmix64;
+use crate::common::Error;
 
 use super::candidates::{choices, least_loaded, LeastLoaded};
-use super::events::HeadKey;
+use super::grouping::HeadKey;
+use super::grouping::{Grouping, Router};
 use super::head_index::HeadIndex;
 use super::head_shape::{default_threshold, head_choices, HeadShape};
 use super::partial_key::{Pkg, PkgRouter};
-use super::router::{Grouping, Router};
 use super::space_saving::{Counter, SpaceSaving};
 
 /// Where head keys may go.
@@ -50,25 +51,25 @@ pub const DEFAULT_SAMPLING: u32 = 16;
 const SAMPLES_AT_THRESHOLD: f64 = 32.0;
 
 /// The D-Choices or W-Choices policy.
+///
+/// ```
+/// use equipoise::pkg::HeadAware;
+///
+/// // D-Choices with a head threshold of 1 % and a sketch of 500 counters.
+/// let policy = HeadAware::d_choices().with_threshold(0.01)?.with_sketch(500)?;
+/// assert!(HeadAware::d_choices().with_threshold(f64::NAN).is_err());
+/// # let _ = policy;
+/// # Ok::<(), equipoise::common::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HeadAware {
-    /// Where head keys go.
-    pub spread: HeadSpread,
-    /// Head threshold θ on a key's estimated share; `None`: 1/(5n).
-    pub threshold: Option<f64>,
-    /// Counters of the sketch (1 to 2^31 − 1: each head key's place in the
-    /// head table is 31 bits).
-    pub sketch: usize,
-    /// The sketch counts one message in `sampling` (1 to 65 536), at random
-    /// gaps (1: every message). Shares are estimated from the sample; a head
-    /// key carries at least θ of the stream, so it is sampled often.
-    /// `None`: as rarely as lets a key at θ expect 32 samples between
-    /// halvings of the sketch, and at least one message in
-    /// [`DEFAULT_SAMPLING`] (one in 16 from 26 workers up, one in 81 at 5).
-    pub sampling: Option<u32>,
-    /// The slack of the PKG that routes tail keys (see [`Pkg`]; 0: the
-    /// less loaded of their two candidates, every time).
-    pub slack: u64,
+    spread: HeadSpread,
+    /// `None`: 1/(5n).
+    threshold: Option<f64>,
+    sketch: usize,
+    /// `None`: see [`HeadAware::with_sampling`].
+    sampling: Option<u32>,
+    slack: u64,
 }
 
 impl HeadAware {
@@ -90,7 +91,69 @@ impl HeadAware {
             ..Self::d_choices()
         }
     }
+
+    /// The same with head threshold θ on a key's estimated share, in
+    /// (0, 1] (default: 1/(5n) at n workers).
+    pub fn with_threshold(self, threshold: f64) -> Result<Self, Error> {
+        if !(threshold > 0.0 && threshold <= 1.0) {
+            return Err(Error::invalid(
+                "D-/W-Choices threshold",
+                format!("{threshold}: must be a share in (0, 1]"),
+            ));
+        }
+        Ok(HeadAware {
+            threshold: Some(threshold),
+            ..self
+        })
+    }
+
+    /// The same with `sketch` counters in each sender's sketch, 1 to
+    /// 2^31 − 1 (each head key's place in the head table is 31 bits;
+    /// default [`DEFAULT_SKETCH`]).
+    pub fn with_sketch(self, sketch: usize) -> Result<Self, Error> {
+        if !(1..ANYWHERE as usize).contains(&sketch) {
+            return Err(Error::invalid(
+                "D-/W-Choices sketch",
+                format!("{sketch} counters: must be 1 to 2^31 - 1"),
+            ));
+        }
+        Ok(HeadAware { sketch, ..self })
+    }
+
+    /// The same with the sketch counting one message in `sampling`, 1 to
+    /// 65 536, at random gaps (1: every message). Shares are estimated from
+    /// the sample; a head key carries at least θ of the stream, so it is
+    /// sampled often. By default: as rarely as lets a key at θ expect 32
+    /// samples between halvings of the sketch, and at least one message in
+    /// [`DEFAULT_SAMPLING`] (one in 16 from 26 workers up, one in 81 at 5).
+    pub fn with_sampling(self, sampling: u32) -> Result<Self, Error> {
+        if !(1..=MAX_SAMPLING).contains(&sampling) {
+            return Err(Error::invalid(
+                "D-/W-Choices sampling",
+                format!("one message in {sampling}: must be 1 to 65536"),
+            ));
+        }
+        Ok(HeadAware {
+            sampling: Some(sampling),
+            ..self
+        })
+    }
+
+    /// The same with the tail keys routed by PKG with `slack` (see
+    /// [`Pkg::with_slack`]; 0, the default: the less loaded of their two
+    /// candidates, every time).
+    pub fn with_slack(self, slack: u64) -> Self {
+        HeadAware { slack, ..self }
+    }
+
+    /// Where head keys go.
+    pub fn spread(&self) -> HeadSpread {
+        self.spread
+    }
 }
+
+/// The rarest sampling: gaps are drawn below 2·sampling in a u32.
+const MAX_SAMPLING: u32 = 1 << 16;
 
 /// A head key, its candidates (empty when every worker is one) and the
 /// last re-estimate that found it in the head.
@@ -309,8 +372,8 @@ impl Grouping for HeadAware {
             let rare = (DECAY as f64 * threshold / SAMPLES_AT_THRESHOLD) as u32;
             rare.max(DEFAULT_SAMPLING)
         });
-        // Gaps are drawn below 2·sampling in a u32.
-        let sampling = sampling.clamp(1, 1 << 16);
+        // The default's bound (a set sampling was checked).
+        let sampling = sampling.clamp(1, MAX_SAMPLING);
         let warm_at = (MIN_HEAD_SAMPLES / threshold).ceil().min(u64::MAX as f64 / 4.0) as u64;
         // Halving at `window` samples leaves half of it: one halving per
         // DECAY messages, unless a key at the threshold would then expect
@@ -322,7 +385,7 @@ impl Grouping for HeadAware {
             sampling,
             tail: Pkg::with_slack(self.slack).router(peers, sender),
             everywhere: LeastLoaded::default(),
-            sketch: Box::new(SpaceSaving::new(self.sketch.min(ANYWHERE as usize - 1))),
+            sketch: Box::new(SpaceSaving::new(self.sketch)),
             window,
             warm_at,
             d: 2.min(peers),

@@ -1,7 +1,7 @@
 //! Key grouping: every record of a key goes to the key's first hash choice.
 
 use super::candidates::first_choice;
-use super::router::{Grouping, Router};
+use super::grouping::{Grouping, Router};
 
 /// The key-grouping policy (Storm's fields grouping).
 #[derive(Debug, Clone, Copy, Default)]

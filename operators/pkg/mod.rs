@@ -10,6 +10,7 @@ mod candidates;
 #[cfg(feature = "differential")]
 mod differential;
 mod events;
+mod grouping;
 mod head_aware;
 mod head_index;
 mod head_shape;
@@ -18,7 +19,7 @@ mod pact;
 mod partial_key;
 mod potc;
 mod ranking;
-mod router;
+mod scheme;
 mod shuffle;
 mod space_saving;
 mod top_k;
@@ -27,18 +28,19 @@ pub use aggregate::{Aggregate, AggregationKey, MergePartials, PkgCount};
 pub use candidates::{least_loaded, two_choices};
 #[cfg(feature = "differential")]
 pub use differential::PkgCountCollection;
-pub use events::{HeadKey, PkgEvent, PkgEventBuilder, DEFAULT_LOG_PERIOD, LOG_NAME};
+pub use events::{PkgEvent, PkgEventBuilder, DEFAULT_LOG_PERIOD, LOG_NAME};
+pub use grouping::{Grouping, HeadKey, Router, SendCounts};
 pub use head_aware::{HeadAware, HeadAwareRouter, HeadSpread, DEFAULT_SAMPLING, DEFAULT_SKETCH};
 pub use head_shape::{head_choices, HeadShape};
 pub use key::{Key, KeyRouter};
 pub use pact::{
     Grouped, GroupedPusher, HeadAwareGrouping, KeyGrouping, PartialKeyGrouping, PotcGrouping, SchemeGrouping,
-    SendCounts, ShuffleGrouping,
+    ShuffleGrouping,
 };
 pub use partial_key::{less_loaded, Pkg, PkgRouter};
 pub use potc::{Potc, PotcRouter};
 pub use ranking::top_of;
-pub use router::{Grouping, Router, Scheme, SchemeRouter, SlackScheme};
+pub use scheme::{Scheme, SchemeRouter, SlackScheme};
 pub use shuffle::{Shuffle, ShuffleRouter};
 pub use space_saving::{Counter, SpaceSaving};
 pub use top_k::TopK;

@@ -1,7 +1,6 @@
 //! Exchange pacts driven by a routing policy: partial key grouping and its
 //! baselines, usable wherever timely accepts a pact.
 
-use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::rc::Rc;
 use std::time::Duration;
@@ -17,31 +16,13 @@ use timely::progress::Timestamp;
 use timely::worker::Worker;
 
 use super::events::{PactLog, PkgEventBuilder, DEFAULT_LOG_PERIOD, LOG_NAME};
+use super::grouping::{Grouping, Router, SendCounts};
 use super::head_aware::HeadAware;
 use super::key::Key;
 use super::partial_key::Pkg;
 use super::potc::Potc;
-use super::router::{Grouping, Router, Scheme};
+use super::scheme::Scheme;
 use super::shuffle::Shuffle;
-
-/// How many records each destination worker has been sent by this worker
-/// through one pact, shared with the program that built the pact.
-///
-/// Sizes itself when the pact is connected; empty before the dataflow is built.
-#[derive(Debug, Clone, Default)]
-pub struct SendCounts(Rc<RefCell<Vec<u64>>>);
-
-impl SendCounts {
-    /// Records sent to each worker so far, by worker index.
-    pub fn get(&self) -> Vec<u64> {
-        self.0.borrow().clone()
-    }
-
-    /// Records sent in all.
-    pub fn total(&self) -> u64 {
-        self.0.borrow().iter().sum()
-    }
-}
 
 type CostFn<D> = Box<dyn FnMut(&D) -> u64>;
 
@@ -95,29 +76,6 @@ pub type SchemeGrouping<D, F> = Grouped<Scheme, D, F>;
 /// sender's SpaceSaving sketch) spread wider; see [`HeadAware`].
 pub type HeadAwareGrouping<D, F> = Grouped<HeadAware, D, F>;
 
-impl<D, F: FnMut(&D) -> u64> Grouped<Pkg, D, F> {
-    /// PKG that keeps a key on its first worker until this sender's load
-    /// there exceeds the second's by more than `slack` (see [`Pkg`]): a
-    /// receiver that keeps per-key state then holds most keys once.
-    ///
-    /// ```
-    /// use timely::dataflow::operators::{Inspect, ToStream};
-    /// use equipoise::pkg::key_hash;
-    /// use equipoise::pkg::{PartialKeyGrouping, PkgCount};
-    ///
-    /// timely::example(|scope| {
-    ///     let pact = PartialKeyGrouping::new(|word: &String| key_hash(word)).with_slack(1024);
-    ///     ["a", "b", "a"].map(String::from).to_stream(scope)
-    ///         .pkg_count(pact)
-    ///         .inspect(|(word, count)| println!("{word}: {count}"));
-    /// });
-    /// ```
-    pub fn with_slack(mut self, slack: u64) -> Self {
-        self.grouping.slack = slack;
-        self
-    }
-}
-
 impl<D, F: FnMut(&D) -> u64> Grouped<HeadAware, D, F> {
     /// D-Choices: head keys to the least loaded of d hashed candidates,
     /// d from the head's shape; tail keys as PKG.
@@ -129,7 +87,7 @@ impl<D, F: FnMut(&D) -> u64> Grouped<HeadAware, D, F> {
     ///
     /// timely::example(|scope| {
     ///     ["a", "a", "a", "b"].map(String::from).to_stream(scope)
-    ///         .pkg_count(Grouped::d_choices(|word: &String| key_hash(word)))
+    ///         .pkg_count_running(Grouped::d_choices(|word: &String| key_hash(word)))
     ///         .inspect(|(word, count)| println!("{word}: {count}"));
     /// });
     /// ```
@@ -141,13 +99,6 @@ impl<D, F: FnMut(&D) -> u64> Grouped<HeadAware, D, F> {
     /// as PKG.
     pub fn w_choices(key: F) -> Self {
         Self::with_grouping(HeadAware::w_choices(), key)
-    }
-
-    /// The tail keys routed by PKG with a slack (see [`Pkg`]): each stays on
-    /// its first worker while this sender's loads allow.
-    pub fn with_slack(mut self, slack: u64) -> Self {
-        self.grouping.slack = slack;
-        self
     }
 }
 
@@ -162,7 +113,24 @@ impl<G: Grouping + Default, D, F: FnMut(&D) -> u64> Grouped<G, D, F> {
 }
 
 impl<G: Grouping, D, F: FnMut(&D) -> u64> Grouped<G, D, F> {
-    /// A pact for an explicit policy value (e.g. a [`Scheme`]).
+    /// A pact for an explicit policy value: a [`Scheme`] chosen at run
+    /// time, or a policy with settings of its own, such as PKG with a
+    /// slack, which keeps a key on its first worker until this sender's
+    /// load there exceeds the second's by more than the slack (a receiver
+    /// that keeps per-key state then holds most keys once).
+    ///
+    /// ```
+    /// use timely::dataflow::operators::{Inspect, ToStream};
+    /// use equipoise::pkg::key_hash;
+    /// use equipoise::pkg::{PartialKeyGrouping, Pkg, PkgCount};
+    ///
+    /// timely::example(|scope| {
+    ///     let pact = PartialKeyGrouping::with_grouping(Pkg::with_slack(1024), |word: &String| key_hash(word));
+    ///     ["a", "b", "a"].map(String::from).to_stream(scope)
+    ///         .pkg_count_running(pact)
+    ///         .inspect(|(word, count)| println!("{word}: {count}"));
+    /// });
+    /// ```
     pub fn with_grouping(grouping: G, key: F) -> Self {
         Grouped {
             grouping,

@@ -4,7 +4,7 @@
 use std::hint::select_unpredictable;
 
 use super::candidates::{first_choice, two_choices};
-use super::router::{Grouping, Router};
+use super::grouping::{Grouping, Router};
 
 /// The PKG policy (Nasir et al., ICDE 2015) with local load estimation.
 ///
@@ -34,7 +34,7 @@ use super::router::{Grouping, Router};
 pub struct Pkg {
     /// The load the first candidate may carry beyond the second before a
     /// record goes to the second (0: the less loaded, every time).
-    pub slack: u64,
+    slack: u64,
 }
 
 impl Pkg {

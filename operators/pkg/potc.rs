@@ -7,8 +7,8 @@ use std::hash::BuildHasherDefault;
 use crate::common::hash::StableHasher;
 
 use super::candidates::two_choices;
+use super::grouping::{Grouping, Router};
 use super::partial_key::less_loaded;
-use super::router::{Grouping, Router};
 
 /// The PoTC policy: the first record of a key fixes its worker.
 #[derive(Debug, Clone, Copy, Default)]

@@ -1,6 +1,6 @@
 //! Shuffle grouping: records dealt round-robin, whatever their key.
 
-use super::router::{Grouping, Router};
+use super::grouping::{Grouping, Router};
 
 /// The shuffle-grouping policy.
 #[derive(Debug, Clone, Copy, Default)]

@@ -23,7 +23,7 @@ pub trait TopK<'scope, T: Timestamp + TotalOrder, K, V> {
     /// Reads `(key, value)` updates (the latest value of a key replaces its
     /// earlier ones; give at most one update per key and time, as
     /// [`pkg_accumulate`](super::Aggregate::pkg_accumulate) and
-    /// [`pkg_count`](super::PkgCount::pkg_count) do) and emits, at worker 0,
+    /// [`pkg_count_running`](super::PkgCount::pkg_count_running) do) and emits, at worker 0,
     /// the top `k` whenever it changes: largest value first, ties by smallest key.
     ///
     /// Each worker ranks the keys it owns (exchanged by key) and sends its own
@@ -37,7 +37,7 @@ pub trait TopK<'scope, T: Timestamp + TotalOrder, K, V> {
     ///
     /// timely::example(|scope| {
     ///     ["a", "b", "a", "c", "a", "b"].map(String::from).to_stream(scope)
-    ///         .pkg_count(PartialKeyGrouping::new(|word: &String| key_hash(word)))
+    ///         .pkg_count_running(PartialKeyGrouping::new(|word: &String| key_hash(word)))
     ///         .top_k(2)
     ///         .inspect(|top| assert_eq!(top, &vec![("a".to_string(), 3), ("b".to_string(), 2)]));
     /// });

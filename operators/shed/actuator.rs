@@ -13,8 +13,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::controller::drop_fraction;
-
 /// What a controller's output sets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -68,6 +66,15 @@ impl RateTracker {
             self.arrival = Some(estimate);
         }
         drop_fraction(self.admitted, self.arrival.unwrap_or(0.0))
+    }
+}
+
+/// The fraction of arrivals to drop so that `admitted` of `arrival` pass.
+pub(crate) fn drop_fraction(admitted: f64, arrival: f64) -> f64 {
+    if arrival > 0.0 {
+        (1.0 - admitted / arrival).clamp(0.0, 1.0)
+    } else {
+        0.0
     }
 }
 

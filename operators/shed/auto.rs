@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::controller::{Bounded, Controller, PeriodSample};
+use super::controller::{Bounded, Controller};
 use super::design::{default_poles, nominal_pi};
 use super::predictor::Prediction;
+use super::sample::PeriodSample;
 
 /// The share of the target the delay at a period's end must reach for the
 /// dataflow to count as backlogged (the loop drops nothing below it either).
@@ -45,7 +46,6 @@ const REDESIGN_AT: f64 = 0.1;
 ///             &LoopSettings::new(Duration::from_millis(300)),
 ///             Auto::default(),
 ///             &output,
-///             |_: &u64| 0.0,
 ///         );
 ///         admitted.probe_with(&output);
 ///         handle
@@ -63,9 +63,10 @@ const REDESIGN_AT: f64 = 0.1;
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Auto {
-    target_ms: f64,
-    period_ms: f64,
-    poles: (f64, f64),
+    /// What the loop began it with: target, period, prediction.
+    target: Duration,
+    period: Duration,
+    prediction: Prediction,
     /// Records/s per worker, smoothed over backlogged periods.
     capacity: Option<f64>,
     /// The capacity the PI was last designed for, and the PI.
@@ -91,13 +92,11 @@ impl Controller for Auto {
     }
 
     fn begin(&mut self, target: Duration, period: Duration, prediction: Prediction) {
-        self.target_ms = target.as_secs_f64() * 1000.0;
-        self.period_ms = period.as_secs_f64() * 1000.0;
-        self.poles = default_poles(prediction);
+        (self.target, self.period, self.prediction) = (target, period, prediction);
     }
 
     fn admitted_rate(&mut self, sample: &PeriodSample) -> f64 {
-        if sample.age_ms >= BACKLOG_SHARE * self.target_ms && sample.processed_rate > 0.0 {
+        if sample.age_ms >= BACKLOG_SHARE * self.target.as_secs_f64() * 1000.0 && sample.processed_rate > 0.0 {
             let reading = sample.processed_rate;
             let estimate = self.capacity.map_or(reading, |c| c + CAPACITY_WEIGHT * (reading - c));
             self.capacity = Some(estimate);
@@ -105,7 +104,8 @@ impl Controller for Auto {
         let Some(capacity) = self.capacity else {
             return sample.arrival_rate.max(sample.processed_rate);
         };
-        let params = nominal_pi(self.period_ms, capacity, self.poles);
+        let period_ms = self.period.as_secs_f64() * 1000.0;
+        let params = nominal_pi(period_ms, capacity, default_poles(self.prediction));
         let bounded = match &mut self.designed {
             Some((designed_for, bounded)) => {
                 if (capacity / *designed_for - 1.0).abs() > REDESIGN_AT {
@@ -114,7 +114,11 @@ impl Controller for Auto {
                 }
                 bounded
             }
-            None => &mut self.designed.insert((capacity, Bounded::new(params, self.target_ms))).1,
+            None => {
+                let mut bounded = Bounded::new(params);
+                bounded.begin(self.target, self.period, self.prediction);
+                &mut self.designed.insert((capacity, bounded)).1
+            }
         };
         bounded.admitted_rate(sample)
     }
@@ -123,8 +127,8 @@ impl Controller for Auto {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shed::controller::steady_period;
     use crate::shed::design::NOMINAL_POLES;
+    use crate::shed::sample::steady_period;
 
     /// Twice `processed_rate` arriving, as much admitted as processed.
     fn sample(age_ms: f64, processed_rate: f64) -> PeriodSample {

@@ -20,9 +20,6 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use rand::rngs::SmallRng;
-use rand::SeedableRng;
-use serde::{Deserialize, Serialize};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;
@@ -33,147 +30,44 @@ use timely::progress::Timestamp;
 
 use crate::common::keep_recent;
 
-use super::actuator::{Actuation, RateTracker};
-use super::controller::{drop_fraction, Controller, PeriodSample};
+use super::actuator::{drop_fraction, Actuation, RateTracker};
+use super::controller::Controller;
+use super::deadline::Deadline;
+use super::drops::Drops;
 use super::events::LoopKind;
-use super::loop_core::{settle, Ledger, LoopCore};
-use super::predictor::Prediction;
+use super::figures::{LoopFigures, LoopPeriod};
+use super::loop_core::{completed, Ledger, LoopCore};
+use super::settings::{Clock, LoopSettings};
 use super::sharing::{own_part, Combined};
-use super::shedder::{drop_share, ShedMode};
-
-/// When a timestamp began, for the frontier delay.
-#[derive(Clone, Default)]
-pub enum Clock<T> {
-    /// When this operator saw the first record of that time: right for
-    /// epochs that are batches, numbered as they open.
-    #[default]
-    FirstRecord,
-    /// A function of the timestamp, e.g. `start + t ms`.
-    Stamp(Rc<dyn Fn(&T) -> Instant>),
-}
-
-/// Settings of a loop: a shedding loop, or a throttle's.
-#[derive(Clone)]
-pub struct LoopSettings<T> {
-    /// D_t: the delay the loop keeps admitted records under.
-    pub target: Duration,
-    /// W: how often the controller runs.
-    pub period: Duration,
-    /// What delay the controller sees: the measurement or the Smith prediction.
-    pub prediction: Prediction,
-    /// How records are chosen for dropping.
-    pub mode: ShedMode,
-    /// Seed of random choices (mixed with the worker index).
-    pub seed: u64,
-    /// How the controller's rate reaches the drops; `None`: the
-    /// controller's own way (see [`Controller::actuation`]).
-    pub actuation: Option<Actuation>,
-    /// When a timestamp began.
-    pub clock: Clock<T>,
-    /// One loop across workers (the default): every worker's loop hears
-    /// the others' rates each period, on a channel of its own outside
-    /// progress tracking, so every controller sees the same sample (the
-    /// workers' mean rates) and every worker drops the same fraction of its
-    /// arrivals (a throttle: the readers' allowances add up to the rate),
-    /// whichever workers read. `false`: each worker's loop runs on its own
-    /// rates alone, and readers that admit more than their share are not
-    /// told.
-    pub global: bool,
-    /// How many recent periods the loop's figures keep
-    /// ([`LoopFigures::periods`], a throttle's `ThrottleFigures::periods`):
-    /// at least this many, at most twice as many, so that a loop on a
-    /// stream that never ends keeps a bounded history (a row is about
-    /// 100 bytes). Every period decided is also a [`LoopEvent`](super::LoopEvent)
-    /// in timely's logging, for a program that keeps them all.
-    pub history: usize,
-}
-
-/// The periods a loop's figures keep by default: a minute at 100 ms.
-pub const DEFAULT_HISTORY: usize = 600;
-
-impl<T> LoopSettings<T> {
-    /// A target delay; a period of a third of it, at most 100 ms; the Smith
-    /// prediction, random drops, the first-record clock, one loop across
-    /// workers, the last [`DEFAULT_HISTORY`] periods kept.
-    pub fn new(target: Duration) -> Self {
-        LoopSettings {
-            target,
-            period: (target / 3).clamp(Duration::from_millis(1), Duration::from_millis(100)),
-            prediction: Prediction::Smith,
-            mode: ShedMode::Random,
-            seed: 0,
-            actuation: None,
-            clock: Clock::FirstRecord,
-            global: true,
-            history: DEFAULT_HISTORY,
-        }
-    }
-
-    /// The same with the controller running every `period`.
-    pub fn with_period(self, period: Duration) -> Self {
-        LoopSettings { period, ..self }
-    }
-
-    /// The same with timestamps read by `clock`.
-    pub fn with_clock(self, clock: impl Fn(&T) -> Instant + 'static) -> Self {
-        LoopSettings {
-            clock: Clock::Stamp(Rc::new(clock)),
-            ..self
-        }
-    }
-}
-
-/// One period as the loop saw it: the sample its controller got (under
-/// [`LoopSettings::global`], the workers' mean rates).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct LoopPeriod {
-    /// When the period ended, since the loop started.
-    pub end: Duration,
-    /// What the controller was given.
-    pub sample: PeriodSample,
-    /// The delay it controlled on (the prediction, or the measurement), ms.
-    pub controlled_delay_ms: f64,
-    /// The drop fraction during the period.
-    pub drop_fraction: f64,
-}
-
-/// What a loop did so far on this worker.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct LoopFigures {
-    /// Records that reached the loop.
-    pub arrived: u64,
-    /// Records it dropped.
-    pub dropped: u64,
-    /// Admitted records whose time the output has completed. Read through
-    /// [`LoopHandle::figures`], which looks at the output first, it is
-    /// exact at any moment: once the output is done,
-    /// `arrived = dropped + processed`, however the input ended.
-    pub processed: u64,
-    /// Admitted records a work stage on this worker dropped under the
-    /// loop's [`Deadline`](super::Deadline) because their time began at
-    /// least the target ago. They are counted in `processed` by the worker
-    /// that admitted them (their time completes like any other), so over
-    /// all workers `processed − late` records were worked on and
-    /// `dropped + late` lost.
-    pub late: u64,
-    /// One row per period: the most recent [`LoopSettings::history`].
-    pub periods: Vec<LoopPeriod>,
-}
 
 /// The program's view of a loop.
-#[derive(Clone)]
-pub struct LoopHandle {
+pub struct LoopHandle<T> {
     /// What the loop counts (`processed` is left at 0 here: it is the
     /// ledger's, filled in by [`LoopHandle::figures`]).
     figures: Rc<RefCell<LoopFigures>>,
     /// Counts what the output has completed since the loop last looked;
     /// returns all it has completed.
-    settle: Rc<dyn Fn() -> u64>,
+    completed: Rc<dyn Fn() -> u64>,
     /// Whether the loop's input is more than the output takes now.
     overloaded: Rc<Cell<bool>>,
+    /// The loop's target and clock, for its [`Deadline`].
+    target: Duration,
+    clock: Clock<T>,
 }
 
-impl LoopHandle {
+impl<T> Clone for LoopHandle<T> {
+    fn clone(&self) -> Self {
+        LoopHandle {
+            figures: Rc::clone(&self.figures),
+            completed: Rc::clone(&self.completed),
+            overloaded: Rc::clone(&self.overloaded),
+            target: self.target,
+            clock: self.clock.clone(),
+        }
+    }
+}
+
+impl<T> LoopHandle<T> {
     /// Whether the loop's input is more than the output takes now: the loop
     /// drops records arriving now (its last decision admits fewer than
     /// arrive, and the measurements do not say the dataflow keeps up), or
@@ -196,28 +90,30 @@ impl LoopHandle {
     /// completed counted as processed (also after the loop's input has
     /// ended and timely has retired the loop).
     pub fn figures(&self) -> LoopFigures {
-        let processed = (self.settle)();
+        let processed = (self.completed)();
         LoopFigures {
             processed,
             ..self.figures.borrow().clone()
         }
     }
 
-    /// The figures the loop keeps, for a [`Deadline`](super::Deadline) to count in.
-    pub(crate) fn shared_figures(&self) -> Rc<RefCell<LoopFigures>> {
-        Rc::clone(&self.figures)
+    /// The loop's target as a [`Deadline`] for a work stage on this worker
+    /// ([`TimeSliced::time_sliced_within`](super::TimeSliced::time_sliced_within)):
+    /// the stage drops an admitted record whose time began the target ago
+    /// by the loop's clock, and counts it as [`LoopFigures::late`].
+    pub fn deadline(&self) -> Deadline<T> {
+        Deadline::new(self.target, self.clock.clone(), Rc::clone(&self.figures))
     }
 }
 
 /// A closed shedding loop on a stream.
 pub trait ShedLoop<'scope, T: Timestamp + TotalOrder, D> {
     /// Admits records under `controller`'s rate so that the delay at the
-    /// output probed by `output` stays near `settings.target`, and returns
-    /// the admitted records with a handle on the loop's figures. The
-    /// controller runs every `settings.period` on each worker, on that
-    /// worker's rates and the shared output frontier. `utility` ranks
-    /// records under [`ShedMode::Semantic`] (lowest dropped first); it is
-    /// not called under [`ShedMode::Random`].
+    /// output probed by `output` stays near `settings.target`, dropping
+    /// the rest at random ([`Drops::random`]), and returns the admitted
+    /// records with a handle on the loop's figures. The controller runs
+    /// every `settings.period`, under a shared loop (the default) on the
+    /// workers' rates and the shared output frontier.
     ///
     /// ```
     /// use std::time::Duration;
@@ -230,14 +126,11 @@ pub trait ShedLoop<'scope, T: Timestamp + TotalOrder, D> {
     /// timely::execute(timely::Config::process(2), |worker| {
     ///     let settings = LoopSettings::new(Duration::from_millis(300)).with_period(Duration::from_millis(100));
     ///     // PI designed for 100 ms periods and about 10^6 records/s per worker.
-    ///     let params = nominal_pi(100.0, 1e6, default_poles(Prediction::Smith));
-    ///     let controller = Pi::new(params, 300.0);
+    ///     let controller = Pi::new(nominal_pi(100.0, 1e6, default_poles(Prediction::Smith)));
     ///     let mut input = timely::dataflow::InputHandle::new();
     ///     let output = ProbeHandle::new();
     ///     let handle = worker.dataflow::<u64, _, _>(|scope| {
-    ///         let (admitted, handle) = scope
-    ///             .input_from(&mut input)
-    ///             .shed_loop(&settings, controller, &output, |_: &u64| 0.0);
+    ///         let (admitted, handle) = scope.input_from(&mut input).shed_loop(&settings, controller, &output);
     ///         // The user's own dataflow; its output is what the loop watches.
     ///         admitted.inspect(|x| assert!(*x < 1000)).probe_with(&output);
     ///         handle
@@ -260,8 +153,17 @@ pub trait ShedLoop<'scope, T: Timestamp + TotalOrder, D> {
         settings: &LoopSettings<T>,
         controller: impl Controller + 'static,
         output: &ProbeHandle<T>,
-        utility: impl Fn(&D) -> f64 + 'static,
-    ) -> (StreamVec<'scope, T, D>, LoopHandle);
+    ) -> (StreamVec<'scope, T, D>, LoopHandle<T>);
+
+    /// [`ShedLoop::shed_loop`], with the records to drop chosen by `drops`
+    /// (e.g. [`Drops::lowest_utility`]).
+    fn shed_loop_with(
+        self,
+        settings: &LoopSettings<T>,
+        controller: impl Controller + 'static,
+        output: &ProbeHandle<T>,
+        drops: Drops<D>,
+    ) -> (StreamVec<'scope, T, D>, LoopHandle<T>);
 }
 
 /// The time constant of the held-rate actuator's arrival-rate estimate:
@@ -274,8 +176,17 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
         settings: &LoopSettings<T>,
         controller: impl Controller + 'static,
         output: &ProbeHandle<T>,
-        utility: impl Fn(&D) -> f64 + 'static,
-    ) -> (StreamVec<'scope, T, D>, LoopHandle) {
+    ) -> (StreamVec<'scope, T, D>, LoopHandle<T>) {
+        self.shed_loop_with(settings, controller, output, Drops::random())
+    }
+
+    fn shed_loop_with(
+        self,
+        settings: &LoopSettings<T>,
+        controller: impl Controller + 'static,
+        output: &ProbeHandle<T>,
+        drops: Drops<D>,
+    ) -> (StreamVec<'scope, T, D>, LoopHandle<T>) {
         let scope = self.scope();
         let figures = Rc::new(RefCell::new(LoopFigures::default()));
         let ledger = Ledger::shared();
@@ -283,20 +194,20 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
             let (ledger, output) = (Rc::clone(&ledger), output.clone());
             LoopHandle {
                 figures: Rc::clone(&figures),
-                settle: Rc::new(move || settle(&ledger, &output)),
+                completed: Rc::new(move || completed(&ledger, &output)),
                 overloaded: Rc::new(Cell::new(true)),
+                target: settings.target,
+                clock: settings.clock.clone(),
             }
         };
         let overloaded = handle.overloaded_flag();
         let (settings, output) = (settings.clone(), output.clone());
-        let worker = scope.index() as u64;
+        let mut chooser = drops.chooser(scope.index());
         let stream =
             self.unary_frontier::<CapacityContainerBuilder<Vec<D>>, _, _, _>(Pipeline, "ShedLoop", move |_, info| {
                 let mut core = LoopCore::new(LoopKind::Shed, scope, &info, &settings, controller, &output, ledger);
-                let mut rng = SmallRng::seed_from_u64(settings.seed ^ worker.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-                let mut ranked = Vec::new();
                 let mut arrivals: Vec<(Capability<T>, Vec<D>)> = Vec::new();
-                let actuation = settings.actuation.unwrap_or_else(|| core.controller().actuation());
+                let actuation = core.controller().actuation();
                 let mut tracker = RateTracker::new(ARRIVAL_WINDOW_MS);
                 let mut fraction = 0.0;
                 // The share of the arrivals the last decision drops; none
@@ -321,8 +232,7 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
                     let mut figures_now = figures.borrow_mut();
                     for (cap, mut batch) in arrivals.drain(..) {
                         let arrived = batch.len() as u64;
-                        let dropped =
-                            drop_share(&mut batch, shed, settings.mode, &utility, &mut rng, &mut ranked) as u64;
+                        let dropped = chooser.drop_share(&mut batch, shed) as u64;
                         figures_now.arrived += arrived;
                         figures_now.dropped += dropped;
                         core.admit(cap.time(), now, arrived, arrived - dropped);
@@ -332,19 +242,20 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
                     drop(figures_now);
                     for decision in core.conclude(now, late, frontier.is_empty()) {
                         let Combined { sample, own, .. } = decision.combined;
-                        match (decision.admitted, actuation) {
+                        // A rate that is not a number (a user's controller)
+                        // keeps the last decision, as over a stall.
+                        match (decision.admitted.filter(|admitted| !admitted.is_nan()), actuation) {
                             // This worker's part of the rate: the same
                             // fraction of its arrivals as every worker drops.
                             (Some(admitted), Actuation::Rate) => {
-                                tracker.set_admitted(own_part(admitted, &own, &sample))
+                                tracker.set_admitted(own_part(admitted, &own, &sample));
+                                decided = Some(drop_fraction(admitted, sample.arrival_rate));
                             }
                             (Some(admitted), Actuation::Fraction) => {
-                                fraction = drop_fraction(admitted, sample.arrival_rate)
+                                fraction = drop_fraction(admitted, sample.arrival_rate);
+                                decided = Some(fraction);
                             }
                             (None, _) => {}
-                        }
-                        if let Some(admitted) = decision.admitted {
-                            decided = Some(drop_fraction(admitted, sample.arrival_rate));
                         }
                         let period = LoopPeriod {
                             end: decision.end,

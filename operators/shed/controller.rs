@@ -8,31 +8,7 @@ use std::time::Duration;
 
 use super::actuator::Actuation;
 use super::predictor::Prediction;
-
-/// What a controller sees at the end of a sampling period.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct PeriodSample {
-    /// AD(k): mean frontier-measured delay over the period, ms.
-    pub delay_ms: f64,
-    /// Î(k): records that arrived per second during the period.
-    pub arrival_rate: f64,
-    /// Records per second the shedder let through during the period.
-    pub admitted_rate: f64,
-    /// Records per second the dataflow processed during the period.
-    pub processed_rate: f64,
-    /// The frontier-measured delay at the end of the period, ms.
-    pub age_ms: f64,
-    /// The largest frontier-measured delay sampled during the period, ms:
-    /// about what the period's worst record waited.
-    pub max_age_ms: f64,
-    /// The most a sampled delay rose above the straight line from the
-    /// delay at the period's start to the delay at its end, ms: the
-    /// period's noise, without its trend (a delay falling from 1.7 s to
-    /// 1.0 s over a 1 s period is a correction, not a spread).
-    pub spread_ms: f64,
-    /// How long the period lasted, ms.
-    pub length_ms: f64,
-}
+use super::sample::PeriodSample;
 
 /// Sets the admitted input rate each sampling period.
 pub trait Controller {
@@ -85,15 +61,6 @@ impl<C: Controller + ?Sized> Controller for Box<C> {
     }
 }
 
-/// The fraction of arrivals to drop so that `admitted` of `arrival` pass.
-pub(crate) fn drop_fraction(admitted: f64, arrival: f64) -> f64 {
-    if arrival > 0.0 {
-        (1.0 - admitted / arrival).clamp(0.0, 1.0)
-    } else {
-        0.0
-    }
-}
-
 /// The parameters of [`Pi`]: C(k) = u·C(k−1) + g·(E(k) − r·E(k−1)).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PiParams {
@@ -135,11 +102,12 @@ pub struct Pi {
 }
 
 impl Pi {
-    /// A PI controller holding the delay at `target_ms`.
-    pub fn new(params: PiParams, target_ms: f64) -> Self {
+    /// A PI controller with `params`, holding the delay at the loop's
+    /// target (given to it by [`Controller::begin`]).
+    pub fn new(params: PiParams) -> Self {
         Pi {
             params,
-            target_ms,
+            target_ms: 0.0,
             integral: 0.0,
         }
     }
@@ -148,6 +116,10 @@ impl Pi {
 impl Controller for Pi {
     fn name(&self) -> &'static str {
         "pi"
+    }
+
+    fn begin(&mut self, target: Duration, _: Duration, _: Prediction) {
+        self.target_ms = target.as_secs_f64() * 1000.0;
     }
 
     fn admitted_rate(&mut self, sample: &PeriodSample) -> f64 {
@@ -200,13 +172,14 @@ const MARGIN_RISE: f64 = 0.25;
 const MARGIN_FALL: f64 = 0.05;
 
 impl Bounded {
-    /// A controller keeping the delay under `bound_ms`, with PI `params`.
-    pub fn new(params: PiParams, bound_ms: f64) -> Self {
+    /// A controller keeping the delay under the loop's target (given to it
+    /// by [`Controller::begin`]), with PI `params`.
+    pub fn new(params: PiParams) -> Self {
         Bounded {
-            pi: Pi::new(params, bound_ms * (1.0 - INITIAL_MARGIN)),
-            bound_ms,
+            pi: Pi::new(params),
+            bound_ms: 0.0,
             mean: 0.0,
-            deviation: INITIAL_MARGIN * bound_ms / 3.0,
+            deviation: 0.0,
         }
     }
 
@@ -230,6 +203,12 @@ impl Bounded {
 impl Controller for Bounded {
     fn name(&self) -> &'static str {
         "bound"
+    }
+
+    fn begin(&mut self, target: Duration, _: Duration, _: Prediction) {
+        self.bound_ms = target.as_secs_f64() * 1000.0;
+        self.pi.target_ms = self.bound_ms * (1.0 - INITIAL_MARGIN);
+        self.deviation = INITIAL_MARGIN * self.bound_ms / 3.0;
     }
 
     fn admitted_rate(&mut self, sample: &PeriodSample) -> f64 {
@@ -301,25 +280,18 @@ impl Controller for NoShedding {
     }
 }
 
-/// A 100 ms period whose delay stayed at `delay_ms` throughout, with these
-/// rates: for tests.
-#[cfg(test)]
-pub(crate) fn steady_period(delay_ms: f64, arrival_rate: f64, admitted_rate: f64, processed_rate: f64) -> PeriodSample {
-    PeriodSample {
-        delay_ms,
-        arrival_rate,
-        admitted_rate,
-        processed_rate,
-        age_ms: delay_ms,
-        max_age_ms: delay_ms,
-        spread_ms: 0.0,
-        length_ms: 100.0,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shed::actuator::drop_fraction;
+    use crate::shed::sample::steady_period;
+
+    /// `controller` begun by a loop with target `target_ms`.
+    fn begun<C: Controller>(mut controller: C, target_ms: f64) -> C {
+        let target = Duration::from_secs_f64(target_ms / 1000.0);
+        controller.begin(target, Duration::from_millis(100), Prediction::Smith);
+        controller
+    }
 
     /// A period in which the dataflow kept up with what arrived.
     fn sample(delay_ms: f64, arrival_rate: f64) -> PeriodSample {
@@ -334,7 +306,7 @@ mod tests {
     #[test]
     fn pi_follows_the_papers_difference_equation_around_the_operating_point() {
         let params = PiParams { u: 0.9, g: 2.0, r: 0.5 };
-        let mut pi = Pi::new(params, 300.0);
+        let mut pi = begun(Pi::new(params), 300.0);
         // Overloaded (capacity 1000/s processed, 5000/s arriving) and over
         // the target throughout, but within the integration band, so nothing
         // clips and every error is integrated.
@@ -352,7 +324,7 @@ mod tests {
 
     #[test]
     fn a_jump_in_capacity_moves_the_output_at_once() {
-        let mut pi = Pi::new(PiParams { u: 1.0, g: 1.0, r: 0.5 }, 100.0);
+        let mut pi = begun(Pi::new(PiParams { u: 1.0, g: 1.0, r: 0.5 }), 100.0);
         // At the target the controller admits what the dataflow processes,
         // from the first period on (an overloaded start begins there too).
         assert_eq!(pi.admitted_rate(&measured(100.0, 3000.0, 1000.0)), 1000.0);
@@ -363,14 +335,12 @@ mod tests {
 
     #[test]
     fn below_the_target_it_admits_at_least_what_was_processed() {
-        let mut pi = Pi::new(
-            PiParams {
-                u: 1.0,
-                g: 10.0,
-                r: 0.0,
-            },
-            300.0,
-        );
+        let params = PiParams {
+            u: 1.0,
+            g: 10.0,
+            r: 0.0,
+        };
+        let mut pi = begun(Pi::new(params), 300.0);
         let burst = measured(600.0, 2000.0, 1000.0);
         // Over the target: C = 1000 + 10·(−300) → 0 (no floor).
         assert_eq!(pi.admitted_rate(&burst), 0.0);
@@ -388,14 +358,12 @@ mod tests {
 
     #[test]
     fn anti_windup_keeps_the_integral_out_of_a_long_underload() {
-        let mut pi = Pi::new(
-            PiParams {
-                u: 1.0,
-                g: 10.0,
-                r: 0.0,
-            },
-            1000.0,
-        );
+        let params = PiParams {
+            u: 1.0,
+            g: 10.0,
+            r: 0.0,
+        };
+        let mut pi = begun(Pi::new(params), 1000.0);
         // A long underload: large positive errors would wind the integral
         // up. Everything is admitted: C = 500 + 10·1000.
         for _ in 0..100 {
@@ -421,7 +389,7 @@ mod tests {
     #[test]
     fn bounded_sets_its_setpoint_under_the_bound_by_the_spread_it_sees() {
         let params = PiParams { u: 1.0, g: 1.0, r: 0.5 };
-        let mut bounded = Bounded::new(params, 1000.0);
+        let mut bounded = begun(Bounded::new(params), 1000.0);
         assert_eq!(bounded.setpoint_ms(), 900.0);
         // Idle (the delay far under the setpoint): nothing is learned.
         for _ in 0..50 {

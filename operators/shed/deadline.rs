@@ -15,9 +15,11 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use super::closed_loop::{Clock, LoopFigures, LoopHandle, LoopSettings};
+use super::figures::LoopFigures;
+use super::settings::Clock;
 
-/// The loop's target, applied by a work stage: see the module docs.
+/// The loop's target, applied by a work stage (see the module docs); from
+/// [`LoopHandle::deadline`](super::LoopHandle::deadline).
 #[derive(Clone)]
 pub struct Deadline<T> {
     pub(crate) target: Duration,
@@ -25,18 +27,13 @@ pub struct Deadline<T> {
     figures: Rc<RefCell<LoopFigures>>,
 }
 
-impl<T: Clone> Deadline<T> {
-    /// The deadline of the loop with `settings` and `handle` (on this
-    /// worker): its target, its clock, and its figures, where what the work
-    /// stage drops is counted as [`LoopFigures::late`]. Under the default
+impl<T> Deadline<T> {
+    /// The deadline of a loop with `target` and `clock`, counting what the
+    /// work stage drops in the loop's `figures`. Under the default
     /// [`Clock::FirstRecord`] a time begins when the work stage first sees
     /// it, a little after the loop did: the deadline errs towards keeping.
-    pub fn new(settings: &LoopSettings<T>, handle: &LoopHandle) -> Self {
-        Deadline {
-            target: settings.target,
-            clock: settings.clock.clone(),
-            figures: handle.shared_figures(),
-        }
+    pub(crate) fn new(target: Duration, clock: Clock<T>, figures: Rc<RefCell<LoopFigures>>) -> Self {
+        Deadline { target, clock, figures }
     }
 
     /// Counts `late` records dropped.

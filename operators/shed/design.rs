@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::Error;
 
-use super::closed_loop::LoopPeriod;
 use super::controller::PiParams;
+use super::figures::LoopPeriod;
 use super::predictor::Prediction;
 
 /// AD(k) = a1·AD(k−1) + a2·AD(k−2) + b1·I(k−1) + b2·I(k−2).
@@ -476,10 +476,11 @@ mod tests {
     fn identification_on_a_simulated_queue_recovers_the_queue_design() {
         // The identification loop of `shedding identify` on a fluid FIFO
         // queue: the dithered stabilizer, the predictor, the fit, the design.
-        use crate::shed::controller::{Controller, PeriodSample, Pi};
+        use crate::shed::controller::{Controller, Pi};
         use crate::shed::excitation::{ExcitationSpec, Excited};
         use crate::shed::fluid_queue::FluidQueue;
         use crate::shed::predictor::DelayPredictor;
+        use crate::shed::sample::PeriodSample;
 
         let (capacity, period, target, arrival) = (50_000.0, 100.0, 300.0, 100_000.0);
         let spec = ExcitationSpec {
@@ -487,8 +488,10 @@ mod tests {
             hold: 2,
             seed: 0x2f1,
         };
-        let stabilizer = Pi::new(nominal_pi(period, capacity, MEASURED_DELAY_POLES), target);
+        let stabilizer = Pi::new(nominal_pi(period, capacity, MEASURED_DELAY_POLES));
         let mut controller = Excited::new(stabilizer, spec, 200);
+        let millis = |ms: f64| std::time::Duration::from_secs_f64(ms / 1000.0);
+        controller.begin(millis(target), millis(period), Prediction::Smith);
         let (mut queue, mut predictor) = (FluidQueue::default(), DelayPredictor::default());
         let mut admitted = arrival;
         let mut trace = Vec::new();

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use timely::container::CapacityContainerBuilder;
 
-use super::controller::PeriodSample;
+use super::sample::PeriodSample;
 
 /// The name the loops log under.
 pub const LOG_NAME: &str = "equipoise/shed";

@@ -9,10 +9,14 @@
 //! is independent of the loop's noise, so least squares still identifies the
 //! plant (closed-loop identification with an external dither).
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
-use super::controller::{Controller, PeriodSample, Pi};
+use super::controller::{Controller, Pi};
 use super::design::{nominal_pi, MEASURED_DELAY_POLES};
+use super::predictor::Prediction;
+use super::sample::PeriodSample;
 
 /// Periods of dither [`Excited::around`] draws before it repeats.
 const DITHER_PERIODS: usize = 4096;
@@ -55,6 +59,9 @@ impl ExcitationSpec {
 #[derive(Debug, Clone)]
 pub struct Excited {
     pi: Pi,
+    /// The capacity to design the PI for once the loop's period is known
+    /// (see [`Excited::around`]).
+    design_for: Option<f64>,
     dither: Vec<f64>,
     amplitude: f64,
     period: usize,
@@ -65,6 +72,7 @@ impl Excited {
     pub fn new(pi: Pi, spec: ExcitationSpec, periods: usize) -> Self {
         Excited {
             pi,
+            design_for: None,
             dither: prbs(periods.max(1), spec.hold, spec.seed),
             amplitude: spec.amplitude,
             period: 0,
@@ -73,25 +81,39 @@ impl Excited {
 
     /// The identification experiment for a dataflow that processes about
     /// `capacity` records/s per worker: a slow PI (designed on the queue
-    /// model with [`MEASURED_DELAY_POLES`]) holding the delay near
-    /// `target_ms`, its output dithered by ±20 % of `capacity`,
-    /// each level held 2 periods of `period_ms`. Run it in a
+    /// model with [`MEASURED_DELAY_POLES`] for the loop's period) holding
+    /// the delay near the loop's target, its output dithered by ±20 % of
+    /// `capacity`, each level held 2 periods. Run it in a
     /// [`ShedLoop`](super::ShedLoop) with arrivals above capacity, then fit
     /// the loop's periods with [`fit_periods`](super::design::fit_periods).
-    pub fn around(capacity: f64, period_ms: f64, target_ms: f64) -> Self {
-        let stabilizer = Pi::new(nominal_pi(period_ms, capacity, MEASURED_DELAY_POLES), target_ms);
+    pub fn around(capacity: f64) -> Self {
         let spec = ExcitationSpec {
             amplitude: ExcitationSpec::AMPLITUDE * capacity,
             hold: ExcitationSpec::HOLD,
             seed: 0x2f1,
         };
-        Excited::new(stabilizer, spec, DITHER_PERIODS)
+        Excited {
+            design_for: Some(capacity),
+            ..Excited::new(
+                Pi::new(nominal_pi(1.0, capacity, MEASURED_DELAY_POLES)),
+                spec,
+                DITHER_PERIODS,
+            )
+        }
     }
 }
 
 impl Controller for Excited {
     fn name(&self) -> &'static str {
         "identify"
+    }
+
+    fn begin(&mut self, target: Duration, period: Duration, prediction: Prediction) {
+        if let Some(capacity) = self.design_for {
+            let period_ms = period.as_secs_f64() * 1000.0;
+            self.pi = Pi::new(nominal_pi(period_ms, capacity, MEASURED_DELAY_POLES));
+        }
+        self.pi.begin(target, period, prediction);
     }
 
     fn admitted_rate(&mut self, sample: &PeriodSample) -> f64 {

@@ -19,10 +19,12 @@ use timely::progress::Timestamp;
 use timely::scheduling::Activator;
 use timely::Bincode;
 
-use super::closed_loop::{Clock, LoopSettings};
-use super::controller::{drop_fraction, Controller, PeriodSample};
+use super::actuator::drop_fraction;
+use super::controller::Controller;
 use super::events::{LoopEvent, LoopEventBuilder, LoopKind, LOG_NAME};
 use super::predictor::{DelayPredictor, Prediction};
+use super::sample::PeriodSample;
+use super::settings::{Clock, LoopSettings};
 use super::sharing::{Combined, Message, Periods, Share};
 
 /// Records let in per time not yet complete at the output, with when the
@@ -71,7 +73,7 @@ impl<T: Timestamp + TotalOrder> Ledger<T> {
 
 /// Counts, in `ledger`, what the output probed by `output` has completed;
 /// returns the records let in whose time has completed, since the start.
-pub(crate) fn settle<T: Timestamp + TotalOrder>(ledger: &RefCell<Ledger<T>>, output: &ProbeHandle<T>) -> u64 {
+pub(crate) fn completed<T: Timestamp + TotalOrder>(ledger: &RefCell<Ledger<T>>, output: &ProbeHandle<T>) -> u64 {
     let least = output.with_frontier(|f| f.first().cloned());
     let mut ledger = ledger.borrow_mut();
     ledger.settle(least.as_ref());
@@ -321,7 +323,7 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
     /// leaves out. `input_done`: the loop's input frontier is empty; once
     /// the output has completed everything too, the loop stops waking.
     pub(crate) fn conclude(&mut self, now: Instant, late: u64, input_done: bool) -> Vec<Decision> {
-        settle(&self.meter.ledger, &self.output);
+        completed(&self.meter.ledger, &self.output);
         let least = self.output.with_frontier(|f| f.first().cloned());
         self.meter.observe(least.as_ref(), now);
         // Period k ends k + 1 periods after the start, however late the

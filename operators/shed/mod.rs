@@ -3,35 +3,45 @@
 //! shedding operator, the throttle that slows a source instead, and
 //! identification and pole-placement design.
 
+mod acting;
 mod actuator;
 mod auto;
 mod closed_loop;
 mod controller;
 mod deadline;
 mod design;
+mod drops;
 mod events;
 mod excitation;
+mod figures;
 #[cfg(test)]
 mod fluid_queue;
 mod loop_core;
 mod predictor;
+mod sample;
+mod settings;
 mod sharing;
 mod shedder;
 mod sliced;
 mod throttle;
 
+pub use acting::Acting;
 pub use actuator::Actuation;
 pub use auto::Auto;
-pub use closed_loop::{Clock, LoopFigures, LoopHandle, LoopPeriod, LoopSettings, ShedLoop, DEFAULT_HISTORY};
-pub use controller::{Bounded, Coarse, Controller, NoShedding, PeriodSample, Pi, PiParams};
+pub use closed_loop::{LoopHandle, ShedLoop};
+pub use controller::{Bounded, Coarse, Controller, NoShedding, Pi, PiParams};
 pub use deadline::Deadline;
 pub use design::{
     closed_loop_poles, default_poles, design, first_order_pi, fit_arx, fit_identification, fit_periods, is_stable,
     nominal_model, nominal_pi, ArxModel, Design, MEASURED_DELAY_POLES, NOMINAL_POLES,
 };
+pub use drops::Drops;
 pub use events::{LoopEvent, LoopEventBuilder, LoopKind, LOG_NAME};
 pub use excitation::{ExcitationSpec, Excited};
+pub use figures::{LoopFigures, LoopPeriod};
 pub use predictor::Prediction;
-pub use shedder::{Shed, ShedMode, Shedder};
+pub use sample::PeriodSample;
+pub use settings::{Clock, LoopSettings, DEFAULT_HISTORY};
+pub use shedder::{Shed, Shedder};
 pub use sliced::TimeSliced;
 pub use throttle::{Throttle, ThrottleFigures, ThrottleLoop, ThrottlePeriod};

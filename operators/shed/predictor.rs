@@ -24,7 +24,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use super::controller::PeriodSample;
+use super::sample::PeriodSample;
 
 /// Whether the PI controller sees the measured delay or the predicted one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -134,8 +134,8 @@ impl DelayPredictor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shed::controller::steady_period;
     use crate::shed::fluid_queue::FluidQueue;
+    use crate::shed::sample::steady_period;
 
     fn sample(age_ms: f64, admitted_rate: f64, processed_rate: f64) -> PeriodSample {
         steady_period(age_ms, admitted_rate, admitted_rate, processed_rate)

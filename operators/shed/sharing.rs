@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::controller::PeriodSample;
+use super::sample::PeriodSample;
 
 /// One worker's measurements over one of its periods.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -59,16 +59,15 @@ pub trait TimeSliced<'scope, T: Timestamp + TotalOrder, D> {
     /// use std::time::Duration;
     /// use timely::dataflow::operators::{Input, Probe};
     /// use timely::dataflow::ProbeHandle;
-    /// use equipoise::shed::{Auto, Deadline, LoopSettings, ShedLoop, TimeSliced};
+    /// use equipoise::shed::{Auto, LoopSettings, ShedLoop, TimeSliced};
     ///
     /// timely::execute(timely::Config::thread(), |worker| {
     ///     let settings = LoopSettings::new(Duration::from_millis(300));
     ///     let mut input = timely::dataflow::InputHandle::new();
     ///     let output = ProbeHandle::new();
     ///     let handle = worker.dataflow::<u64, _, _>(|scope| {
-    ///         let (admitted, handle) =
-    ///             scope.input_from(&mut input).shed_loop(&settings, Auto::default(), &output, |_: &u64| 0.0);
-    ///         let deadline = Deadline::new(&settings, &handle);
+    ///         let (admitted, handle) = scope.input_from(&mut input).shed_loop(&settings, Auto::default(), &output);
+    ///         let deadline = handle.deadline();
     ///         admitted
     ///             .time_sliced_within("Work", Duration::from_millis(2), &deadline, |_time, x: u64| Some(x + 1))
     ///             .probe_with(&output);
@@ -259,7 +258,7 @@ mod tests {
 
     #[test]
     fn under_a_deadline_the_records_of_times_older_than_the_target_are_dropped_and_counted() {
-        use crate::shed::{Deadline, LoopSettings, NoShedding, ShedLoop};
+        use crate::shed::{LoopSettings, NoShedding, ShedLoop};
         use timely::dataflow::ProbeHandle;
         for workers in [1, 2] {
             let worked = Arc::new(Mutex::new(Vec::new()));
@@ -279,11 +278,8 @@ mod tests {
                 let output = ProbeHandle::new();
                 let sink = Arc::clone(&sink);
                 let handle = worker.dataflow::<u64, _, _>(|scope| {
-                    let (admitted, handle) =
-                        scope
-                            .input_from(&mut input)
-                            .shed_loop(&settings, NoShedding, &output, |_: &u64| 0.0);
-                    let deadline = Deadline::new(&settings, &handle);
+                    let (admitted, handle) = scope.input_from(&mut input).shed_loop(&settings, NoShedding, &output);
+                    let deadline = handle.deadline();
                     admitted
                         .exchange(|x: &u64| *x)
                         .time_sliced_within("Work", Duration::from_millis(1), &deadline, move |_, x: u64| {

@@ -45,21 +45,20 @@ use timely::progress::Timestamp;
 
 use crate::common::keep_recent;
 
-use super::closed_loop::{LoopHandle, LoopSettings};
-use super::controller::{Controller, PeriodSample};
+use super::closed_loop::LoopHandle;
+use super::controller::Controller;
 use super::events::LoopKind;
-use super::loop_core::{settle, Ledger, LoopCore, STALL_TICKS};
+use super::loop_core::{completed, Ledger, LoopCore, STALL_TICKS};
+use super::sample::PeriodSample;
+use super::settings::LoopSettings;
 use super::sharing::allowance;
 
 /// How much longer a record may take than the throttle's loop plans for:
 /// the loop holds the delay under the target divided by this. A throttle
 /// gains nothing from a longer queue (the dataflow is as busy with a short
 /// one, and nothing is dropped either way), while the records already let
-/// in cannot be held back when the cost of a record steps up: with the
-/// queue under half the target, they make the target through a doubling
-/// of the cost, less what the loop lets in before it reacts (measured:
-/// +50 %, p99 under the target). With ⅔, the p99 of a +50 % step was
-/// 1.13–1.2× the target.
+/// in cannot be held back when the cost of a record steps up: under half
+/// the target, they still make it through a doubling of the cost.
 const STEP_ROOM: f64 = 2.0;
 
 /// One period as a throttle's loop saw it.
@@ -194,7 +193,7 @@ impl Bucket {
 pub struct Throttle {
     bucket: Rc<RefCell<Bucket>>,
     /// Counts what the output has completed; returns all it has completed.
-    settle: Rc<dyn Fn() -> u64>,
+    completed: Rc<dyn Fn() -> u64>,
 }
 
 impl Throttle {
@@ -219,14 +218,14 @@ impl Throttle {
     /// wait, rather than push out records of one that cannot. Otherwise
     /// the throttle's own loop lets in what the output can take beside the
     /// shedder's input. Call it on each worker, after both loops are built.
-    pub fn yield_to(&self, shedder: &LoopHandle) {
+    pub fn yield_to<T>(&self, shedder: &LoopHandle<T>) {
         self.bucket.borrow_mut().yields_to.push(shedder.overloaded_flag());
     }
 
     /// What the throttle did so far, with every record sent that the output
     /// has completed counted as processed.
     pub fn figures(&self) -> ThrottleFigures {
-        let processed = (self.settle)();
+        let processed = (self.completed)();
         ThrottleFigures {
             processed,
             ..self.bucket.borrow().figures.clone()
@@ -241,8 +240,7 @@ pub trait ThrottleLoop<'scope, T: Timestamp + TotalOrder, D> {
     /// sets so that the delay at the output probed by `output` stays under
     /// `settings.target` (the loop holds it under half the target: see the
     /// module docs). The controller runs every `settings.period`, on
-    /// the workers' rates under a shared loop; `settings.mode`, `seed` and
-    /// `actuation` (which concern drops) are not used.
+    /// the workers' rates under a shared loop.
     ///
     /// ```
     /// use std::time::Duration;
@@ -312,7 +310,7 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ThrottleLoop<'scope,
             let (ledger, output) = (Rc::clone(&ledger), output.clone());
             Throttle {
                 bucket: Rc::clone(&bucket),
-                settle: Rc::new(move || settle(&ledger, &output)),
+                completed: Rc::new(move || completed(&ledger, &output)),
             }
         };
         // The loop holds the delay under the target divided by STEP_ROOM.

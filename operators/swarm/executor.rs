@@ -41,7 +41,7 @@ pub struct ExecutorFigures {
     pub partitions_held: u64,
     /// The work of the most recent epochs this worker processed (at most
     /// [`RECENT_EPOCHS`], oldest first): a program that wants every epoch's
-    /// drains it as epochs complete.
+    /// reads them as epochs complete.
     pub recent_epochs: VecDeque<EpochWork>,
 }
 

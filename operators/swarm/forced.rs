@@ -12,6 +12,7 @@ use super::merge::plan_merges;
 /// `mint`, one part to a random worker), or a merge its owner can
 /// make. `None` when the drawn change is impossible (a move with one
 /// worker, a one-cell-wide split, no mergeable pair).
+#[doc(hidden)]
 pub fn random_change(rng: &mut impl Rng, index: &GlobalIndex, workers: usize, mint: &mut IdMint) -> Option<PlanChange> {
     let ids: Vec<_> = index.partitions().keys().copied().collect();
     let id = ids[rng.random_range(0..ids.len())];

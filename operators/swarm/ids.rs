@@ -17,6 +17,10 @@ pub struct IdMint {
 
 impl IdMint {
     /// The mint of `worker` among `workers`, above `base`.
+    ///
+    /// # Panics
+    ///
+    /// If `worker` is not below `workers` (as timely's worker indices are).
     pub fn new(base: PartitionId, worker: usize, workers: usize) -> Self {
         assert!(worker < workers, "worker {worker} is not below {workers}");
         IdMint {

@@ -333,6 +333,7 @@ impl GlobalIndex {
 
     /// The partitions a range of cells overlaps, by scanning every cell of
     /// the range: the reference Algorithm 1 is tested and benchmarked against.
+    #[doc(hidden)]
     pub fn partitions_overlapping_by_scan(&self, range: &CellRect) -> Vec<PartitionId> {
         let mut result: Vec<PartitionId> = (range.row0..=range.row1)
             .flat_map(|row| (range.col0..=range.col1).map(move |col| Cell { row, col }))
@@ -422,6 +423,7 @@ impl GlobalIndex {
 
     /// Checks that every cell belongs to exactly one partition, whose
     /// rectangle holds it, and that every partition's cells point to it.
+    #[doc(hidden)]
     pub fn check_covering(&self) -> Result<(), String> {
         let mut covered = 0u64;
         for (&id, info) in &self.partitions {

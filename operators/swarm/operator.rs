@@ -88,7 +88,9 @@ pub struct SwarmConfig<M = RangeQueryCost> {
     pub split_gain: Option<f64>,
     /// The cost model the executors, the reductions and so the coordinator use.
     pub cost: M,
-    /// Busy work per point–query check (zero but in experiments).
+    /// Busy work per point–query check: an experiment's stand-in for the
+    /// cost of a check (zero by default).
+    #[doc(hidden)]
     pub work_per_check: BusyWork,
 }
 
@@ -161,17 +163,36 @@ impl<M> SwarmConfig<M> {
     }
 }
 
-/// The handles a program keeps on a SWARM operator.
+/// The handles a program keeps on a SWARM operator: its probe, and
+/// snapshots of what it did on this worker.
 pub struct SwarmHandles {
+    probe: ProbeHandle<u64>,
+    figures: Rc<RefCell<ExecutorFigures>>,
+    refused: Rc<RefCell<Refused>>,
+    orders: Rc<RefCell<Orders>>,
+}
+
+impl SwarmHandles {
     /// Passes epoch `t` once every executor has processed it (and emitted
     /// its results).
-    pub probe: ProbeHandle<u64>,
-    /// This worker's executor figures.
-    pub figures: Rc<RefCell<ExecutorFigures>>,
-    /// What this worker's dispatcher refused.
-    pub refused: Rc<RefCell<Refused>>,
-    /// What the coordinator ordered (meaningful on worker 0).
-    pub orders: Rc<RefCell<Orders>>,
+    pub fn probe(&self) -> &ProbeHandle<u64> {
+        &self.probe
+    }
+
+    /// What this worker's executor did so far.
+    pub fn figures(&self) -> ExecutorFigures {
+        self.figures.borrow().clone()
+    }
+
+    /// What this worker's dispatcher refused so far.
+    pub fn refused(&self) -> Refused {
+        *self.refused.borrow()
+    }
+
+    /// What the coordinator ordered so far (on worker 0; empty elsewhere).
+    pub fn orders(&self) -> Orders {
+        self.orders.borrow().clone()
+    }
 }
 
 /// SWARM on a stream of records.

@@ -143,6 +143,10 @@ pub fn plan_reduction(model: &dyn CostModel, request: &ReductionRequest, partiti
 /// The line position in `0..positions` minimising |f|, for `f` monotone (in
 /// either direction), by binary search; ties go to the smallest position.
 /// Returns the position and f there.
+///
+/// # Panics
+///
+/// If `positions` is 0.
 pub fn best_line(positions: u32, f: impl Fn(u32) -> f64) -> (u32, f64) {
     assert!(positions > 0, "at least one line");
     let last = positions - 1;
@@ -178,6 +182,7 @@ pub fn best_line(positions: u32, f: impl Fn(u32) -> f64) -> (u32, f64) {
 }
 
 /// [`best_line`] by trying every position: the reference for tests and benchmarks.
+#[doc(hidden)]
 pub fn best_line_exhaustive(positions: u32, f: impl Fn(u32) -> f64) -> (u32, f64) {
     (0..positions)
         .map(|s| (s, f(s)))

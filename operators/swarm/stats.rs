@@ -100,6 +100,11 @@ pub struct PartitionStats {
 
 impl PartitionStats {
     /// Empty statistics for a partition of `rows × cols` cells.
+    ///
+    /// # Panics
+    ///
+    /// If `rows` or `cols` is 0: a partition has at least one cell (every
+    /// partition of a [`GlobalIndex`](super::GlobalIndex) does).
     pub fn new(rows: u32, cols: u32) -> Self {
         assert!(rows > 0 && cols > 0, "a partition has at least one cell");
         PartitionStats {

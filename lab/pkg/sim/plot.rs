@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use equipoise::common::Error;
+use crate::common::Error;
 
 /// One chart: named lines of (x, y) points.
 #[derive(Debug, Clone)]

@@ -4,8 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::common::Error;
 use equipoise::common::hash::splitmix64;
-use equipoise::common::Error;
 
 use super::greedy::{offline_greedy, OnlineGreedy};
 use equipoise::pkg::less_loaded;

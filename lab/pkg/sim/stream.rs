@@ -10,8 +10,8 @@ use rand::{Rng, SeedableRng};
 
 use crate::common::keys::{KeySampler, KeySpec};
 use crate::common::lines::{for_each_line, read_key_lines, OnError};
+use crate::common::Error;
 use equipoise::common::hash::{key_hash, splitmix64};
-use equipoise::common::Error;
 
 /// A key stream (key fingerprints, in order) and its name.
 #[derive(Debug, Clone)]

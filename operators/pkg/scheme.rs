@@ -1,77 +1,20 @@
-//! Routing policies: how one sending worker picks the destination of each
-//! record. The pacts and the tests (and later the replay simulator) share
-//! these, so each policy has exactly one implementation.
+//! The schemes of the PKG paper's comparison (and D-/W-Choices), chosen at
+//! run time: one enum, and the router that dispatches to each policy's own.
 
 use std::fmt;
 use std::str::FromStr;
 
 use crate::common::Error;
 
-use super::events::HeadKey;
+use super::grouping::{Grouping, HeadKey, Router};
 use super::head_aware::{HeadAware, HeadAwareRouter};
 use super::key::{Key, KeyRouter};
 use super::partial_key::{Pkg, PkgRouter};
 use super::potc::{Potc, PotcRouter};
 use super::shuffle::{Shuffle, ShuffleRouter};
 
-/// The routing state one sender keeps.
-pub trait Router {
-    /// The destination of a record whose key fingerprint is `key` and whose
-    /// cost (for load estimation) is `cost`; records the send in the load
-    /// estimate.
-    fn route(&mut self, key: u64, cost: u64) -> usize;
-
-    /// Whether a pact should route a whole batch before it moves any record
-    /// (default: no, one loop routes and moves each record in turn).
-    ///
-    /// A router whose [`route`](Router::route) compares loads says yes, at
-    /// any number of workers: in one loop with the moves, which index
-    /// per-worker buffers by the destination, the compiler turns that
-    /// comparison into a branch, and on uniform keys the branch mispredicts
-    /// on about every other record. (PKG says no at two workers only
-    /// because its own `route_each` then keeps the difference of the two
-    /// loads in a register.) When yes, the pact calls `route_each` with `()`
-    /// items and relies on it calling `sink` once per record, in order.
-    fn route_apart(&self) -> bool {
-        false
-    }
-
-    /// Routes a batch: hands each `(key, cost, item)` of `records` in turn
-    /// to `sink` with its destination, exactly as [`route`](Router::route)
-    /// would route them one by one. Policies override it where keeping their
-    /// state in registers for a whole batch is faster.
-    #[inline]
-    fn route_each<X>(&mut self, records: impl Iterator<Item = (u64, u64, X)>, mut sink: impl FnMut(usize, X))
-    where
-        Self: Sized,
-    {
-        for (key, cost, item) in records {
-            sink(self.route(key, cost), item);
-        }
-    }
-
-    /// A number that changes whenever the keys this router spreads wider
-    /// than PKG's two workers change (default: 0, none ever).
-    fn head_version(&self) -> u64 {
-        0
-    }
-
-    /// The number of workers head keys get, and the head keys (default:
-    /// none).
-    fn head(&self) -> (usize, Vec<HeadKey>) {
-        (2, Vec::new())
-    }
-}
-
-/// A routing policy: builds the router of each sending worker.
-pub trait Grouping {
-    /// The per-sender routing state.
-    type Router: Router + 'static;
-    /// The router of worker `sender` among `peers` workers.
-    fn router(&self, peers: usize, sender: usize) -> Self::Router;
-}
-
-/// The four schemes of the PKG paper's comparison, chosen at run time.
+/// The schemes of the PKG paper's comparison (key, shuffle, PoTC, PKG) and
+/// D-/W-Choices, chosen at run time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
@@ -254,20 +197,8 @@ impl Grouping for SlackScheme {
             Scheme::Shuffle => SchemeRouter::Shuffle(Shuffle.router(peers, sender)),
             Scheme::Potc => SchemeRouter::Potc(Potc.router(peers, sender)),
             Scheme::Pkg => SchemeRouter::Pkg(Pkg::with_slack(slack).router(peers, sender)),
-            Scheme::DChoices => SchemeRouter::HeadAware(
-                HeadAware {
-                    slack,
-                    ..HeadAware::d_choices()
-                }
-                .router(peers, sender),
-            ),
-            Scheme::WChoices => SchemeRouter::HeadAware(
-                HeadAware {
-                    slack,
-                    ..HeadAware::w_choices()
-                }
-                .router(peers, sender),
-            ),
+            Scheme::DChoices => SchemeRouter::HeadAware(HeadAware::d_choices().with_slack(slack).router(peers, sender)),
+            Scheme::WChoices => SchemeRouter::HeadAware(HeadAware::w_choices().with_slack(slack).router(peers, sender)),
         }
     }
 }
