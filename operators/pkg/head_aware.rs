@@ -43,7 +43,7 @@ const MIN_HEAD_SAMPLES: f64 = 8.0;
 
 /// The fewest messages per sketch update by default (on average); with few
 /// workers, where a head key is a larger share, the default samples less
-/// often (see [`HeadAware::sampling`]).
+/// often (see [`HeadAware::with_sampling`]).
 pub const DEFAULT_SAMPLING: u32 = 16;
 
 /// Samples a key at the threshold expects per halving of the sketch under
