@@ -75,6 +75,69 @@ pub struct Refused {
     pub unknown_removals: u64,
 }
 
+/// One worker's routing: the plans by epoch and the rectangles of the
+/// queries registered here, epoch by epoch (the operator around it in
+/// [`dispatch`] decides only when).
+struct Router {
+    history: PlanHistory,
+    active: HashMap<u64, Rect>,
+}
+
+impl Router {
+    /// Installs a plan update the coordinator sent.
+    fn install(&mut self, update: &PlanUpdate) {
+        self.history
+            .install(update)
+            .expect("the coordinator sends only updates that apply");
+    }
+
+    /// Routes the records of epoch `time` (registrations first) under its
+    /// plan, handing each copy to `give` with its partition and owner;
+    /// counts what it refuses in `refused`.
+    fn route_epoch<P: Clone, Q: Clone>(
+        &mut self,
+        time: u64,
+        mut held: Vec<Item<P, Q>>,
+        refused: &mut Refused,
+        mut give: impl FnMut((usize, PartitionId, Dispatched<P, Q>)),
+    ) {
+        let plan = self.history.at(time);
+        let grid = plan.grid();
+        held.sort_by_key(Item::kind);
+        for item in held {
+            let (rect, routed) = match item {
+                Item::Point(point) => {
+                    let (partition, owner) = plan
+                        .route_point(point.x, point.y, OutOfBounds::Clamp)
+                        .expect("points are finite by construction");
+                    give((owner, partition, Dispatched::Point(point)));
+                    continue;
+                }
+                Item::Query(query) => {
+                    if self.active.contains_key(&query.id) {
+                        refused.duplicate_queries += 1;
+                        continue;
+                    }
+                    self.active.insert(query.id, query.rect);
+                    (query.rect, Dispatched::Query(query))
+                }
+                Item::Removal(id) => match self.active.remove(&id) {
+                    Some(rect) => (rect, Dispatched::Removal { id, rect }),
+                    None => {
+                        refused.unknown_removals += 1;
+                        continue;
+                    }
+                },
+            };
+            let cells = super::app::query_cells_of(grid, &rect);
+            for partition in plan.partitions_overlapping(&cells) {
+                let owner = plan.info(partition).expect("listed by the plan").owner;
+                give((owner, partition, routed.clone()));
+            }
+        }
+    }
+}
+
 /// Builds the routers over `records`, with the plan starting from `initial`
 /// and changed by `plan`; refusals are counted in `refused`.
 pub(crate) fn dispatch<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>(
@@ -83,7 +146,10 @@ pub(crate) fn dispatch<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>
     initial: GlobalIndex,
     refused: Rc<RefCell<Refused>>,
 ) -> StreamVec<'scope, u64, (usize, PartitionId, Dispatched<P, Q>)> {
-    let mut history = PlanHistory::new(initial);
+    let mut router = Router {
+        history: PlanHistory::new(initial),
+        active: HashMap::new(),
+    };
     let mut parts = records
         .partition(2, |record| match record.into_item() {
             Item::Point(point) => (0, Item::Point(point)),
@@ -112,7 +178,6 @@ pub(crate) fn dispatch<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>
         OutputBuilder::<_, CapacityContainerBuilder<Vec<(usize, PartitionId, Dispatched<P, Q>)>>>::from(routed_out);
     builder.build(move |_caps| {
         let mut stash: TimeStash<u64, Vec<Item<P, Q>>> = TimeStash::default();
-        let mut active: HashMap<u64, Rect> = HashMap::new();
         move |frontiers| {
             let (points_frontier, queries_frontier, plan_frontier) = (&frontiers[0], &frontiers[1], &frontiers[2]);
             points_in.for_each_stamp(|cap, batches| {
@@ -127,52 +192,18 @@ pub(crate) fn dispatch<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>
             });
             plan_in.for_each_stamp(|_, batches| {
                 for update in batches.flat_map(|batch| batch.drain(..)) {
-                    history
-                        .install(&update)
-                        .expect("the coordinator sends only updates that apply");
+                    router.install(&update);
                 }
             });
             let mut output = routed_out.activate();
             // An epoch is routed once its plan is final and all its
-            // registrations and removals are here (registrations first).
+            // registrations and removals are here.
             let complete = |time: &u64| !plan_frontier.less_equal(time) && !queries_frontier.less_equal(time);
-            stash.drain_while(complete, |cap, mut held| {
-                let plan = history.at(*cap.time());
-                let grid = plan.grid();
+            stash.drain_while(complete, |cap, held| {
                 let mut session = output.session(&cap);
-                held.sort_by_key(Item::kind);
-                let mut refused = refused.borrow_mut();
-                for item in held {
-                    let (rect, routed) = match item {
-                        Item::Point(point) => {
-                            let (partition, owner) = plan
-                                .route_point(point.x, point.y, OutOfBounds::Clamp)
-                                .expect("points are finite by construction");
-                            session.give((owner, partition, Dispatched::Point(point)));
-                            continue;
-                        }
-                        Item::Query(query) => {
-                            if active.contains_key(&query.id) {
-                                refused.duplicate_queries += 1;
-                                continue;
-                            }
-                            active.insert(query.id, query.rect);
-                            (query.rect, Dispatched::Query(query))
-                        }
-                        Item::Removal(id) => match active.remove(&id) {
-                            Some(rect) => (rect, Dispatched::Removal { id, rect }),
-                            None => {
-                                refused.unknown_removals += 1;
-                                continue;
-                            }
-                        },
-                    };
-                    let cells = super::app::query_cells_of(grid, &rect);
-                    for partition in plan.partitions_overlapping(&cells) {
-                        let owner = plan.info(partition).expect("listed by the plan").owner;
-                        session.give((owner, partition, routed.clone()));
-                    }
-                }
+                router.route_epoch(*cap.time(), held, &mut refused.borrow_mut(), |routed| {
+                    session.give(routed)
+                });
             });
             // Versions older than every record still to come or held are done.
             let oldest = [points_frontier, queries_frontier]
@@ -181,7 +212,7 @@ pub(crate) fn dispatch<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>
                 .chain(stash.first_time().copied())
                 .min();
             if let Some(oldest) = oldest {
-                history.forget_before(oldest);
+                router.history.forget_before(oldest);
             }
         }
     });

@@ -321,6 +321,59 @@ impl<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone> Swarm<'scope, P, 
     }
 }
 
+/// What an executor waits on besides its records: partitions arriving and
+/// plan updates, by epoch, and, once the records have ended, the last round
+/// end at which it must still apply an update.
+struct Pending<S> {
+    arrivals: BTreeMap<u64, Vec<PartitionPacket<S>>>,
+    updates: BTreeMap<u64, PlanUpdate>,
+    /// `None` while records may come; then the last round end whose update
+    /// changes the plan (`Some(None)`: none does).
+    last_change: Option<Option<u64>>,
+}
+
+impl<S> Default for Pending<S> {
+    fn default() -> Self {
+        Pending {
+            arrivals: BTreeMap::new(),
+            updates: BTreeMap::new(),
+            last_change: None,
+        }
+    }
+}
+
+impl<S> Pending<S> {
+    /// Once the records have ended: whether every round end that still
+    /// matters is past (`round_end`: the next one, if any). Every update
+    /// routing used has arrived (a dispatcher routes epoch t only once the
+    /// plan for t is final everywhere), and the partitions it moves must
+    /// still reach their owners, which may hold records for them: round
+    /// ends are processed until those updates are applied.
+    fn drained(&mut self, round_end: Option<u64>) -> bool {
+        if !self.arrivals.is_empty() {
+            return false;
+        }
+        let updates = &self.updates;
+        let last = *self.last_change.get_or_insert_with(|| {
+            updates
+                .iter()
+                .filter(|(_, update)| !update.changes.is_empty())
+                .map(|(&effective, _)| effective - 1)
+                .max()
+        });
+        round_end.is_none_or(|end| last.is_none_or(|last| end > last))
+    }
+
+    /// The next epoch to process: the earliest of the records held
+    /// (`records`), the partitions arriving, and the next round end.
+    fn next(&self, records: Option<u64>, round_end: Option<u64>) -> Option<u64> {
+        [records, self.arrivals.keys().next().copied(), round_end]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+}
+
 /// The executor operator: when each epoch is complete, hands it to the
 /// [`Executor`]; at round ends, reports and sends leaving partitions.
 #[allow(clippy::type_complexity)]
@@ -354,10 +407,7 @@ fn execute<'scope, S: PartitionState, M: CostModel + 'static>(
             cap.downgrade(&(round - 1));
         }
         let mut data: TimeStash<u64, Vec<DispatchedTo<S>>> = TimeStash::default();
-        let mut arrivals: BTreeMap<u64, Vec<PartitionPacket<S>>> = BTreeMap::new();
-        let mut updates: BTreeMap<u64, PlanUpdate> = BTreeMap::new();
-        // Once the records end: the last round end whose update must be applied.
-        let mut draining: Option<Option<u64>> = None;
+        let mut pending = Pending::default();
         move |frontiers| {
             let (data_frontier, plan_frontier, state_frontier) = (&frontiers[0], &frontiers[1], &frontiers[2]);
             data_in.for_each_stamp(|cap, batches| {
@@ -369,15 +419,13 @@ fn execute<'scope, S: PartitionState, M: CostModel + 'static>(
             });
             plan_in.for_each_stamp(|_, batches| {
                 for update in batches.flat_map(|batch| batch.drain(..)) {
-                    updates.insert(update.effective, update);
+                    pending.updates.insert(update.effective, update);
                 }
             });
             state_in.for_each_stamp(|cap, batches| {
                 let Some(&time) = cap.least() else { return };
-                arrivals
-                    .entry(time)
-                    .or_default()
-                    .extend(batches.flat_map(|batch| batch.drain(..)).map(|(_, p)| p));
+                let packets = batches.flat_map(|batch| batch.drain(..)).map(|(_, packet)| packet);
+                pending.arrivals.entry(time).or_default().extend(packets);
             });
             let mut results_session = results_out.activate();
             let mut reports_session = reports_out.activate();
@@ -385,39 +433,24 @@ fn execute<'scope, S: PartitionState, M: CostModel + 'static>(
             let mut executor = executor.borrow_mut();
             loop {
                 let round_end = round_cap.as_ref().map(|cap| *cap.time());
-                if data_frontier.is_empty() && data.first_time().is_none() && arrivals.is_empty() {
-                    // No more records. Every update routing used has arrived
-                    // (a dispatcher routes epoch t only once the plan for t is
-                    // final everywhere), and the partitions it moves must
-                    // still reach their owners, which may hold records for
-                    // them: process round ends until those are applied.
-                    let last = *draining.get_or_insert_with(|| {
-                        updates
-                            .iter()
-                            .filter(|(_, update)| !update.changes.is_empty())
-                            .map(|(&effective, _)| effective - 1)
-                            .max()
-                    });
-                    if round_end.is_none_or(|end| last.is_none_or(|last| end > last)) {
-                        round_cap = None;
-                        packet_cap = None;
-                        break;
-                    }
+                let records_ended = data_frontier.is_empty() && data.first_time().is_none();
+                if records_ended && pending.drained(round_end) {
+                    round_cap = None;
+                    packet_cap = None;
+                    break;
                 }
-                let next = [data.first_time().copied(), arrivals.keys().next().copied(), round_end]
-                    .into_iter()
-                    .flatten()
-                    .min();
-                let Some(time) = next else { break };
+                let Some(time) = pending.next(data.first_time().copied(), round_end) else {
+                    break;
+                };
                 let complete = !data_frontier.less_equal(&time)
                     && !plan_frontier.less_equal(&time)
                     && !state_frontier.less_equal(&time);
                 if !complete {
                     break;
                 }
-                let arrived = arrivals.remove(&time).unwrap_or_default();
+                let arrived = pending.arrivals.remove(&time).unwrap_or_default();
                 let mut held = None;
-                data.drain_while(|pending| *pending == time, |cap, records| held = Some((cap, records)));
+                data.drain_while(|waiting| *waiting == time, |cap, records| held = Some((cap, records)));
                 match held {
                     Some((cap, records)) => {
                         let mut session = results_session.session(&cap);
@@ -429,7 +462,7 @@ fn execute<'scope, S: PartitionState, M: CostModel + 'static>(
                     debug_assert!(executor.ends_round(time));
                     let cap = round_cap.as_mut().expect("held until the input ends");
                     reports_session.session(&*cap).give(executor.end_round(time));
-                    if let Some(update) = updates.remove(&(time + 1)) {
+                    if let Some(update) = pending.updates.remove(&(time + 1)) {
                         let leaving = executor.apply_update(time, &update).unwrap_or_else(|error| {
                             panic!("cannot apply the plan update for epoch {}: {error}", time + 1)
                         });

@@ -16,7 +16,7 @@ use super::dispatch::Dispatched;
 use super::geometry::{Cell, CellRect, OutOfBounds, Rect};
 use super::granularity::{best_split, cheap_merge, smoothed};
 use super::ids::{IdMint, PartitionId};
-use super::index::{GlobalIndex, PlanChange};
+use super::index::{GlobalIndex, PlanChange, SplitLine};
 use super::merge::plan_merges;
 use super::plan::PlanUpdate;
 use super::rebalance::{plan_reduction, Candidate, Reduction, ReductionRequest};
@@ -308,83 +308,89 @@ impl<S: PartitionState> Store<S> {
                     line,
                     first,
                     second,
-                } => {
-                    if let Some(whole) = self.partitions.remove(&id) {
-                        let (a, b) = line
-                            .parts(&whole.rect)
-                            .ok_or_else(|| Error::invalid("plan change", format!("{line:?} outside {id}")))?;
-                        let (state_a, state_b) = whole.state.split(&a, &b);
-                        let stats_a =
-                            whole
-                                .stats
-                                .split_part(line.axis, line.after, false, &state_a.query_cells(&a, round));
-                        let stats_b =
-                            whole
-                                .stats
-                                .split_part(line.axis, line.after, true, &state_b.query_cells(&b, round));
-                        self.partitions.insert(
-                            first.0,
-                            Partition {
-                                rect: a,
-                                stats: stats_a,
-                                state: state_a,
-                                born: round,
-                            },
-                        );
-                        self.partitions.insert(
-                            second.0,
-                            Partition {
-                                rect: b,
-                                stats: stats_b,
-                                state: state_b,
-                                born: round,
-                            },
-                        );
-                    }
-                }
-                PlanChange::Merge { first, second, into } => {
-                    let (a, b) = (self.partitions.remove(&first), self.partitions.remove(&second));
-                    if a.is_some() != b.is_some() {
-                        // Both parts of a merge are one owner's: holding one
-                        // means the other is missing (its state would be lost).
-                        return Err(Error::invalid(
-                            "plan change",
-                            format!(
-                                "worker {} holds only one of partitions {first} and {second} to merge",
-                                self.me
-                            ),
-                        ));
-                    }
-                    if let (Some(a), Some(b)) = (a, b) {
-                        let rect = a.rect.union_if_rectangle(&b.rect).ok_or_else(|| {
-                            Error::invalid(
-                                "plan change",
-                                format!("partitions {first} and {second} do not form a rectangle"),
-                            )
-                        })?;
-                        let mut state = a.state;
-                        state.merge(b.state);
-                        let stats = PartitionStats::merged(
-                            &a.stats,
-                            &a.rect,
-                            &b.stats,
-                            &b.rect,
-                            &state.query_cells(&rect, round),
-                        );
-                        self.partitions.insert(
-                            into,
-                            Partition {
-                                rect,
-                                stats,
-                                state,
-                                born: round,
-                            },
-                        );
-                    }
-                }
+                } => self.split(id, line, [first.0, second.0], round)?,
+                PlanChange::Merge { first, second, into } => self.merge([first, second], into, round)?,
             }
             self.index.apply(change)?;
         }
+        self.pack_leaving(update)
+    }
+
+    /// Splits held partition `id` at `line` into `parts` (nothing, if not
+    /// held here).
+    fn split(&mut self, id: PartitionId, line: SplitLine, parts: [PartitionId; 2], round: u64) -> Result<(), Error> {
+        let Some(whole) = self.partitions.remove(&id) else {
+            return Ok(());
+        };
+        let (a, b) = line
+            .parts(&whole.rect)
+            .ok_or_else(|| Error::invalid("plan change", format!("{line:?} outside {id}")))?;
+        let (state_a, state_b) = whole.state.split(&a, &b);
+        let stats_a = whole
+            .stats
+            .split_part(line.axis, line.after, false, &state_a.query_cells(&a, round));
+        let stats_b = whole
+            .stats
+            .split_part(line.axis, line.after, true, &state_b.query_cells(&b, round));
+        for (id, rect, stats, state) in [(parts[0], a, stats_a, state_a), (parts[1], b, stats_b, state_b)] {
+            let born = round;
+            self.partitions.insert(
+                id,
+                Partition {
+                    rect,
+                    stats,
+                    state,
+                    born,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Merges held partitions `parts` into `into` (nothing, if neither is
+    /// held here).
+    fn merge(&mut self, parts: [PartitionId; 2], into: PartitionId, round: u64) -> Result<(), Error> {
+        let [first, second] = parts;
+        let (a, b) = match (self.partitions.remove(&first), self.partitions.remove(&second)) {
+            (Some(a), Some(b)) => (a, b),
+            (None, None) => return Ok(()),
+            // Both parts of a merge are one owner's: holding one means the
+            // other is missing (its state would be lost).
+            _ => {
+                return Err(Error::invalid(
+                    "plan change",
+                    format!(
+                        "worker {} holds only one of partitions {first} and {second} to merge",
+                        self.me
+                    ),
+                ))
+            }
+        };
+        let rect = a.rect.union_if_rectangle(&b.rect).ok_or_else(|| {
+            Error::invalid(
+                "plan change",
+                format!("partitions {first} and {second} do not form a rectangle"),
+            )
+        })?;
+        let mut state = a.state;
+        state.merge(b.state);
+        let stats = PartitionStats::merged(&a.stats, &a.rect, &b.stats, &b.rect, &state.query_cells(&rect, round));
+        let born = round;
+        self.partitions.insert(
+            into,
+            Partition {
+                rect,
+                stats,
+                state,
+                born,
+            },
+        );
+        Ok(())
+    }
+
+    /// Takes out the held partitions `update` gave to other workers, as
+    /// packets to their new owners.
+    fn pack_leaving(&mut self, update: &PlanUpdate) -> Result<Vec<(usize, PartitionPacket<S>)>, Error> {
         // Only the partitions a change names can have left.
         let named = update.changes.iter().flat_map(|change| match *change {
             PlanChange::Move { id, .. } => vec![id],

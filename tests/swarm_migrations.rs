@@ -1,5 +1,5 @@
-//! A soak of SWARM's migrations: many random forced schedules (a random
-//! move, split or merge every round), over seeds, 1–4 workers, grids,
+//! SWARM's migrations under random forced schedules (a random move, split
+//! or merge every round), over seeds, 1–4 workers, grids,
 //! batch, round and merge sizes and both applications, each checked
 //! against brute force: nothing lost, nothing duplicated, no panic; and
 //! some as two processes over a hostfile, against one static worker.
@@ -7,7 +7,7 @@
 //! Minutes long, so ignored by default:
 //!
 //! ```sh
-//! cargo test --release --test swarm_soak -- --ignored --nocapture
+//! cargo test --release --test swarm_migrations -- --ignored --nocapture
 //! ```
 //!
 //! `EQUIPOISE_SOAK_RUNS` (default 10 000) sets the in-process schedules,
@@ -110,7 +110,7 @@ where
 }
 
 #[test]
-#[ignore = "a soak of minutes: cargo test --release --test swarm_soak -- --ignored"]
+#[ignore = "a soak of minutes: cargo test --release --test swarm_migrations -- --ignored"]
 fn random_forced_schedules_lose_and_duplicate_nothing() {
     let started = Instant::now();
     let total = runs("EQUIPOISE_SOAK_RUNS", 10_000);
@@ -146,7 +146,7 @@ fn random_forced_schedules_lose_and_duplicate_nothing() {
 }
 
 #[test]
-#[ignore = "a soak of minutes: cargo test --release --test swarm_soak -- --ignored"]
+#[ignore = "a soak of minutes: cargo test --release --test swarm_migrations -- --ignored"]
 fn random_forced_schedules_over_two_processes_match_one_static_worker() {
     let total = runs("EQUIPOISE_SOAK_CLUSTER_RUNS", 20);
     let mut moved = 0;
