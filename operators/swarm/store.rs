@@ -35,6 +35,18 @@ pub(crate) struct Partition<S> {
     pub born: u64,
 }
 
+impl<S> Partition<S> {
+    /// A partition made (by a split or merge) at round `born`.
+    fn new(rect: CellRect, stats: PartitionStats, state: S, born: u64) -> Self {
+        Partition {
+            rect,
+            stats,
+            state,
+            born,
+        }
+    }
+}
+
 /// The partitions a worker holds, by id.
 pub(crate) type Partitions<S> = HashMap<PartitionId, Partition<S>, BuildHasherDefault<FingerprintHasher>>;
 
@@ -332,18 +344,10 @@ impl<S: PartitionState> Store<S> {
         let stats_b = whole
             .stats
             .split_part(line.axis, line.after, true, &state_b.query_cells(&b, round));
-        for (id, rect, stats, state) in [(parts[0], a, stats_a, state_a), (parts[1], b, stats_b, state_b)] {
-            let born = round;
-            self.partitions.insert(
-                id,
-                Partition {
-                    rect,
-                    stats,
-                    state,
-                    born,
-                },
-            );
-        }
+        self.partitions
+            .insert(parts[0], Partition::new(a, stats_a, state_a, round));
+        self.partitions
+            .insert(parts[1], Partition::new(b, stats_b, state_b, round));
         Ok(())
     }
 
@@ -375,16 +379,7 @@ impl<S: PartitionState> Store<S> {
         let mut state = a.state;
         state.merge(b.state);
         let stats = PartitionStats::merged(&a.stats, &a.rect, &b.stats, &b.rect, &state.query_cells(&rect, round));
-        let born = round;
-        self.partitions.insert(
-            into,
-            Partition {
-                rect,
-                stats,
-                state,
-                born,
-            },
-        );
+        self.partitions.insert(into, Partition::new(rect, stats, state, round));
         Ok(())
     }
 
