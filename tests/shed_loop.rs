@@ -76,6 +76,8 @@ struct Run {
     /// The loop's default clock (a time begins when a worker first sees
     /// it) instead of the records' arrival stamps.
     first_record_clock: bool,
+    /// The loop's period.
+    period: Duration,
 }
 
 impl Run {
@@ -89,6 +91,7 @@ impl Run {
             shares: Vec::new(),
             exchange: false,
             first_record_clock: false,
+            period: Duration::from_secs_f64(PERIOD_MS / 1000.0),
         }
     }
 
@@ -98,8 +101,7 @@ impl Run {
         let run = self;
         timely::execute(timely::Config::process(run.workers), move |worker| {
             let start = Instant::now();
-            let settings = LoopSettings::new(Duration::from_secs_f64(TARGET_MS / 1000.0))
-                .with_period(Duration::from_secs_f64(PERIOD_MS / 1000.0));
+            let settings = LoopSettings::new(Duration::from_secs_f64(TARGET_MS / 1000.0)).with_period(run.period);
             let settings = if run.first_record_clock {
                 settings
             } else {
@@ -200,6 +202,19 @@ fn with_no_overload_nothing_is_dropped_and_everything_admitted_is_processed() {
             assert_eq!(seen.dropped, 0, "{workers} workers");
             assert_eq!(seen.processed, seen.arrived, "{workers} workers");
         }
+    }
+}
+
+#[test]
+fn a_period_of_zero_runs_as_one_millisecond() {
+    // A setting no loop can take as given is made harmless, not a panic.
+    let run = Run {
+        period: Duration::ZERO,
+        ..Run::new(2, 5_000.0, 0.3)
+    };
+    for seen in run.go(Auto::default) {
+        assert!(seen.arrived > 0);
+        assert_eq!((seen.dropped, seen.processed), (0, seen.arrived));
     }
 }
 

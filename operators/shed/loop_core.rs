@@ -191,6 +191,7 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
         output: &ProbeHandle<T>,
         ledger: Rc<RefCell<Ledger<T>>>,
     ) -> Self {
+        let settings = &settings.sanitized();
         let channel = settings.global.then(|| {
             let worker = scope.worker();
             worker.broadcast::<Bincode<Message>>(worker.new_identifier(), Rc::clone(&info.address))

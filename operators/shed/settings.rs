@@ -4,6 +4,8 @@
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use crate::common::Error;
+
 use super::predictor::Prediction;
 
 /// When a timestamp began, for the frontier delay.
@@ -28,6 +30,10 @@ impl<T> Clone for Clock<T> {
 }
 
 /// Settings of a loop: a shedding loop, or a throttle's.
+///
+/// A target or period under a millisecond is taken as one millisecond
+/// (the loop samples the delay in milliseconds); [`LoopSettings::validate`]
+/// refuses them with an error, for settings a program reads from its users.
 #[derive(Clone)]
 pub struct LoopSettings<T> {
     /// D_t: the delay the loop keeps admitted records under.
@@ -56,6 +62,9 @@ pub struct LoopSettings<T> {
     pub history: usize,
 }
 
+/// The shortest target and period a loop runs with.
+const MIN_DURATION: Duration = Duration::from_millis(1);
+
 /// The periods a loop's figures keep by default: a minute at 100 ms.
 pub const DEFAULT_HISTORY: usize = 600;
 
@@ -74,6 +83,28 @@ impl<T> LoopSettings<T> {
         }
     }
 
+    /// An error naming the first setting the loop would not take as given:
+    /// a target or a period under a millisecond.
+    pub fn validate(&self) -> Result<(), Error> {
+        for (what, value) in [("loop target", self.target), ("loop period", self.period)] {
+            if value < MIN_DURATION {
+                return Err(Error::invalid(what, format!("{value:?}: must be at least 1 ms")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The settings the loop runs with: a target or period under a
+    /// millisecond taken as one.
+    pub(crate) fn sanitized(&self) -> Self {
+        LoopSettings {
+            target: self.target.max(MIN_DURATION),
+            period: self.period.max(MIN_DURATION),
+            clock: self.clock.clone(),
+            ..*self
+        }
+    }
+
     /// The same with the controller running every `period`.
     pub fn with_period(self, period: Duration) -> Self {
         LoopSettings { period, ..self }
@@ -85,5 +116,23 @@ impl<T> LoopSettings<T> {
             clock: Clock::Stamp(Rc::new(clock)),
             ..self
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_target_or_period_under_a_millisecond_is_refused_or_taken_as_one() {
+        let settings = LoopSettings::<u64>::new(Duration::from_millis(300));
+        assert!(settings.validate().is_ok());
+        let zero = settings.clone().with_period(Duration::ZERO);
+        let error = zero.validate().unwrap_err().to_string();
+        assert!(error.contains("loop period"), "{error}");
+        assert_eq!(zero.sanitized().period, MIN_DURATION);
+        let none = LoopSettings::<u64>::new(Duration::from_micros(10));
+        assert!(none.validate().unwrap_err().to_string().contains("loop target"));
+        assert_eq!(none.sanitized().target, MIN_DURATION);
     }
 }
