@@ -96,7 +96,8 @@ pub trait MergePartials<'scope, T: Timestamp + TotalOrder, K: AggregationKey, A>
 /// Counting, the reference user of the two phases.
 pub trait PkgCount<'scope, T: Timestamp + TotalOrder, K: AggregationKey> {
     /// Running counts of keys routed by `pact`: at each time, every key seen at
-    /// that time with its count so far.
+    /// that time with its count so far, emitted by the worker the merge
+    /// sends the key to (by its [`key_hash`], as `Exchange` would).
     ///
     /// ```
     /// use timely::dataflow::operators::{ToStream, Inspect};

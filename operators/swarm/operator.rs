@@ -327,9 +327,19 @@ impl<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone> Swarm<'scope, P, 
 struct Pending<S> {
     arrivals: BTreeMap<u64, Vec<PartitionPacket<S>>>,
     updates: BTreeMap<u64, PlanUpdate>,
-    /// `None` while records may come; then the last round end whose update
-    /// changes the plan (`Some(None)`: none does).
-    last_change: Option<Option<u64>>,
+    ending: Ending,
+}
+
+/// How far an executor runs once its records have ended.
+#[derive(Clone, Copy)]
+enum Ending {
+    /// Records may still come.
+    Open,
+    /// Through the round end at this epoch, the last whose update changes
+    /// the plan.
+    Through(u64),
+    /// No update changes the plan: it stops.
+    Now,
 }
 
 impl<S> Default for Pending<S> {
@@ -337,7 +347,7 @@ impl<S> Default for Pending<S> {
         Pending {
             arrivals: BTreeMap::new(),
             updates: BTreeMap::new(),
-            last_change: None,
+            ending: Ending::Open,
         }
     }
 }
@@ -353,15 +363,17 @@ impl<S> Pending<S> {
         if !self.arrivals.is_empty() {
             return false;
         }
-        let updates = &self.updates;
-        let last = *self.last_change.get_or_insert_with(|| {
-            updates
-                .iter()
-                .filter(|(_, update)| !update.changes.is_empty())
-                .map(|(&effective, _)| effective - 1)
-                .max()
-        });
-        round_end.is_none_or(|end| last.is_none_or(|last| end > last))
+        if let Ending::Open = self.ending {
+            let last = self.updates.iter().filter(|(_, update)| !update.changes.is_empty());
+            self.ending = match last.map(|(&effective, _)| effective - 1).max() {
+                Some(last) => Ending::Through(last),
+                None => Ending::Now,
+            };
+        }
+        match self.ending {
+            Ending::Through(last) => round_end.is_none_or(|end| end > last),
+            Ending::Now | Ending::Open => true,
+        }
     }
 
     /// The next epoch to process: the earliest of the records held
