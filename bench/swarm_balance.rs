@@ -2,7 +2,13 @@
 //! hotspot and on uniform data, the cost of migrations, and balance at 8 and
 //! 16 workers.
 //!
-//! `cargo bench --bench swarm_balance -- [--points N] [--queries N] [--work-us X] [--rounds R] [--scale] [--workloads hotspot,clustered,uniform] [--workers 2,4] [--decisions paper,threshold:1.2] [--grid CxR] [--finer]`
+//! `cargo bench --bench swarm_balance -- [--points N] [--queries N] [--work-us X] [--rounds R] [--scale] [--workloads hotspot,clustered,uniform] [--workers 2,4] [--decisions paper,threshold:1.2] [--grid CxR] [--finer] [--batch LINES] [--in-flight N] [--scaling 1,2,4,...,64 [--only-scaling]]`
+//!
+//! `--scaling` adds a scaling report: per worker count, SWARM and the static
+//! plan of one cell per partition, with the speed-up their balance allows at
+//! most (total checks ÷ the busiest worker's, over the run and with every
+//! epoch a barrier) beside the points/s measured. The bound counts work, not
+//! time, so it shows scale on any machine; points/s needs a core per worker.
 //!
 //! Every configuration runs once per round, in rotating order, so machine
 //! noise hits all alike; the tables show, per configuration, the run with
@@ -54,6 +60,18 @@ struct Args {
     /// Only these worker counts of the main table (comma-separated).
     #[arg(long, value_delimiter = ',', default_values_t = [2, 4])]
     workers: Vec<usize>,
+    /// Lines per epoch.
+    #[arg(long, default_value_t = 1000)]
+    batch: u64,
+    /// Epochs in flight.
+    #[arg(long, default_value_t = 4)]
+    in_flight: u64,
+    /// Worker counts of the scaling report (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    scaling: Vec<usize>,
+    /// Only the scaling report (no main table at `--workers`).
+    #[arg(long)]
+    only_scaling: bool,
     /// cargo bench passes --bench; accepted and ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -92,6 +110,11 @@ fn push(
 }
 
 impl Config {
+    /// Whether SWARM runs (else a static plan).
+    fn swarm(&self) -> bool {
+        matches!(self.policy, PolicySpec::Swarm(_))
+    }
+
     fn label(&self) -> String {
         match self.policy {
             PolicySpec::Swarm(decision) if self.again => format!("swarm ({decision}) (again)"),
@@ -136,7 +159,7 @@ fn main() {
         if !args.workloads.iter().any(|w| w == name) {
             continue;
         }
-        for &workers in &args.workers {
+        for &workers in args.workers.iter().filter(|_| !args.only_scaling) {
             // Finer plans: powers of 4 from 256 blocks per worker, then one cell per partition.
             let per_cell = cells / workers;
             let finer = std::iter::successors(Some(256), |k| Some(k * 4))
@@ -150,6 +173,17 @@ fn main() {
                 .map(PolicySpec::StaticBlocks)
                 .chain(swarms.iter().copied());
             for policy in policies {
+                push(&mut configs, name, input, policy, workers);
+            }
+        }
+    }
+    for (name, input) in [("hotspot", &hotspot), ("clustered", &clustered), ("uniform", &uniform)] {
+        if !args.workloads.iter().any(|w| w == name) {
+            continue;
+        }
+        for &workers in &args.scaling {
+            let one_cell = PolicySpec::StaticBlocks((cells / workers).max(1));
+            for policy in [one_cell].into_iter().chain(swarms.iter().copied()) {
                 push(&mut configs, name, input, policy, workers);
             }
         }
@@ -171,13 +205,13 @@ fn main() {
             let job = SpatialJob {
                 grid: grid.clone(),
                 input: Arc::clone(&c.input),
-                batch: 1000,
+                batch: args.batch,
                 round: 2,
                 merge_every: 10,
                 split_gain: Some(0.2),
                 work_per_check: Duration::from_secs_f64(args.work_us / 1e6),
                 policy: c.policy,
-                max_in_flight: 4,
+                max_in_flight: args.in_flight,
                 progress: false,
                 log: None,
             };
@@ -215,8 +249,8 @@ fn main() {
         .map(|reports| median_by(reports, |r| r.points_per_s))
         .collect();
     println!(
-        "SWARM vs static plans of k blocks per worker: {} points, {} queries, {} grid, epochs of 1000 lines, rounds of 2 epochs, {} µs per check, {} rounds (median run shown, points/s range in brackets)",
-        args.points, args.queries, args.grid, args.work_us, args.rounds
+        "SWARM vs static plans of k blocks per worker: {} points, {} queries, {} grid, epochs of {} lines ({} in flight), rounds of 2 epochs, {} µs per check, {} rounds (median run shown, points/s range in brackets)",
+        args.points, args.queries, args.grid, args.batch, args.in_flight, args.work_us, args.rounds
     );
     println!("| workload | workers | policy | points/s | p50 ms | p99 ms | max/mean checks | per-epoch max/mean p50 / p99 / max | checks (M) | rebalanced rounds | moves / splits / merges | partitions at the end | KiB moved |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
@@ -364,6 +398,37 @@ fn main() {
                 b.p50,
                 b.p99,
                 b.max
+            );
+        }
+    }
+    if !args.scaling.is_empty() {
+        println!();
+        println!("Scaling: the speed-up each plan's balance allows at most (total checks ÷ the busiest worker's, over the run and with every epoch a barrier) beside points/s and its speed-up over 1 worker measured here:");
+        println!("| workload | workers | policy | points/s | measured speed-up | bound, run | bound, epochs | per-epoch max/mean p99 |");
+        println!("|---|---|---|---|---|---|---|---|");
+        for (c, r) in configs
+            .iter()
+            .zip(&medians)
+            .filter(|(c, _)| args.scaling.contains(&c.workers))
+        {
+            // The same policy kind on one worker, if measured.
+            let alone = configs
+                .iter()
+                .zip(&medians)
+                .find(|(o, _)| o.workers == 1 && o.workload == c.workload && o.swarm() == c.swarm() && !o.again);
+            let speedup = alone.map_or(String::from("-"), |(_, a)| {
+                format!("{:.2}", r.points_per_s / a.points_per_s)
+            });
+            println!(
+                "| {} | {} | {} | {:.0} | {} | {:.2} | {:.2} | {:.2} |",
+                c.workload,
+                c.workers,
+                c.label(),
+                r.points_per_s,
+                speedup,
+                r.speedup_bound,
+                r.speedup_bound_epochs,
+                r.per_epoch_max_over_mean.p99
             );
         }
     }

@@ -214,6 +214,14 @@ pub struct SpatialReport {
     pub per_worker_busy_s: Vec<f64>,
     /// max ÷ mean of `per_worker_work`.
     pub max_over_mean_work: f64,
+    /// The speed-up the run's balance allows at most: all workers' checks ÷
+    /// the busiest worker's (`workers ÷ max_over_mean_work`).
+    #[serde(default)]
+    pub speedup_bound: f64,
+    /// The same with every epoch a barrier: the epochs' checks summed ÷ the
+    /// epochs' busiest worker's checks summed.
+    #[serde(default)]
+    pub speedup_bound_epochs: f64,
     /// Per epoch, the busiest worker's checks over the mean worker's (epochs
     /// with no check left out): its median, 99th percentile and maximum.
     #[serde(default)]
@@ -525,7 +533,14 @@ fn assemble<P, Q>(job: &SpatialJob<P, Q>, processes: usize, figures: Vec<WorkerF
     let max = per_worker_work.iter().copied().max().unwrap_or(0);
     let mean = total as f64 / figures.len() as f64;
     let orders = &figures[0].orders;
-    let per_epoch = per_epoch_max_over_mean(figures.iter().map(|f| f.epoch_checks.as_slice()));
+    let epochs = per_epoch_work(figures.iter().map(|f| f.epoch_checks.as_slice()));
+    let per_epoch: Vec<(u64, f64)> = epochs
+        .iter()
+        .map(|&(epoch, total, max)| (epoch, max as f64 * figures.len() as f64 / total as f64))
+        .collect();
+    let (epoch_total, epoch_max) = epochs
+        .iter()
+        .fold((0, 0), |(t, m), &(_, total, max)| (t + total, m + max));
     let settled = STEADY_FROM_ROUND * job.round;
     let settled_ratios: Vec<f64> = per_epoch
         .iter()
@@ -561,6 +576,12 @@ fn assemble<P, Q>(job: &SpatialJob<P, Q>, processes: usize, figures: Vec<WorkerF
         matches_digest: figures.iter().fold(0u64, |sum, f| sum.wrapping_add(f.digest)),
         per_worker_busy_s: figures.iter().map(|f| f.executor.busy_ns as f64 / 1e9).collect(),
         max_over_mean_work: if total == 0 { 1.0 } else { max as f64 / mean },
+        speedup_bound: if max == 0 { 1.0 } else { total as f64 / max as f64 },
+        speedup_bound_epochs: if epoch_max == 0 {
+            1.0
+        } else {
+            epoch_total as f64 / epoch_max as f64
+        },
         per_epoch_max_over_mean: Quantiles::of(per_epoch.iter().map(|(_, r)| *r).collect()),
         per_epoch_max_over_mean_steady: Quantiles::of(settled_ratios),
         per_worker_work,
@@ -593,10 +614,10 @@ fn assemble<P, Q>(job: &SpatialJob<P, Q>, processes: usize, figures: Vec<WorkerF
 /// [`SpatialReport::per_epoch_max_over_mean_steady`].
 const STEADY_FROM_ROUND: u64 = 10;
 
-/// Per epoch in which any check was made, the busiest worker's checks over
-/// the mean worker's, from each worker's (epoch, checks); a worker that did
+/// Per epoch in which any check was made, (epoch, all workers' checks, the
+/// busiest worker's), from each worker's (epoch, checks); a worker that did
 /// not process an epoch made no check in it.
-fn per_epoch_max_over_mean<'a>(workers: impl ExactSizeIterator<Item = &'a [(u64, u64)]>) -> Vec<(u64, f64)> {
+fn per_epoch_work<'a>(workers: impl ExactSizeIterator<Item = &'a [(u64, u64)]>) -> Vec<(u64, u64, u64)> {
     let count = workers.len();
     let mut by_epoch: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
     for (w, epochs) in workers.enumerate() {
@@ -609,7 +630,7 @@ fn per_epoch_max_over_mean<'a>(workers: impl ExactSizeIterator<Item = &'a [(u64,
         .filter_map(|(epoch, checks)| {
             let total: u64 = checks.iter().sum();
             let max = *checks.iter().max()?;
-            (total > 0).then(|| (epoch, max as f64 * count as f64 / total as f64))
+            (total > 0).then_some((epoch, total, max))
         })
         .collect()
 }
@@ -671,8 +692,9 @@ mod tests {
     fn per_epoch_imbalance_counts_absent_workers_as_idle() {
         let a = [(0, 10), (1, 0), (2, 5)];
         let b = [(0, 30), (3, 7)];
-        let ratios = per_epoch_max_over_mean([&a[..], &b[..]].into_iter());
-        // Epoch 0: 30 of a mean of 20; epoch 1: no check; epochs 2 and 3: one worker alone.
-        assert_eq!(ratios, vec![(0, 1.5), (2, 2.0), (3, 2.0)]);
+        let work = per_epoch_work([&a[..], &b[..]].into_iter());
+        // Epoch 0: 30 of 40 on one worker; epoch 1: no check; epochs 2 and 3:
+        // one worker alone (max/mean 2 each).
+        assert_eq!(work, vec![(0, 40, 30), (2, 5, 5), (3, 7, 7)]);
     }
 }
