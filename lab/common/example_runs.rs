@@ -85,7 +85,9 @@ impl ExampleRun {
             ExampleRun {
                 name: "spatial".to_string(),
                 program: "spatial",
-                args: Vec::new(),
+                // One epoch size at every scale compared (the example's
+                // default grows with the workers).
+                args: flags(&["--batch", "1000"]),
                 unit: "points/s",
                 latency: "epoch",
                 figures: |r| read(r, number(r, &["points_per_s"])?, "latency_ms", Some("matches_digest")),

@@ -66,9 +66,11 @@ pub struct SpatialArgs {
     /// Seed of the synthetic workload.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Lines per epoch.
-    #[arg(long, default_value_t = 1_000)]
-    pub batch: u64,
+    /// Lines per epoch (default: 500 per worker over all processes, at
+    /// least 1 000, so that each worker gets about as many points per epoch
+    /// at any scale).
+    #[arg(long)]
+    pub batch: Option<u64>,
     /// Epochs per load-balancing round.
     #[arg(long, default_value_t = 2)]
     pub round: u64,
@@ -144,7 +146,7 @@ impl SpatialArgs {
         let settings = SpatialJob {
             grid: grid.clone(),
             input: Arc::new(SpatialInput::default()),
-            batch: args.batch,
+            batch: args.batch.unwrap_or_else(|| default_batch(args.cluster.total_workers())),
             round: args.round,
             merge_every: args.merge_every,
             split_gain,
@@ -167,7 +169,7 @@ impl SpatialArgs {
         cluster.agree("--points", args.points);
         cluster.agree("--queries", args.queries);
         cluster.agree("--seed", args.seed);
-        cluster.agree("--batch", args.batch);
+        cluster.agree("--batch", settings.batch);
         cluster.agree("--round", args.round);
         cluster.agree("--merge-every", args.merge_every);
         cluster.agree("--split-gain", &args.split_gain);
@@ -286,4 +288,12 @@ pub fn comparison_table(reports: &[SpatialReport]) -> String {
         ));
     }
     table
+}
+
+/// Lines per epoch for `workers` workers when `--batch` is not given: 500
+/// per worker, at least 1 000. Measured on a 16-core machine, 1 000-line
+/// epochs left 16 workers about 60 points each and ran fewer points/s than
+/// 8 workers (920 k against 1.09 M); 8 000 lines ran 1.39 M.
+pub fn default_batch(workers: usize) -> u64 {
+    (500 * workers as u64).max(1_000)
 }
