@@ -146,7 +146,9 @@ impl SpatialArgs {
         let settings = SpatialJob {
             grid: grid.clone(),
             input: Arc::new(SpatialInput::default()),
-            batch: args.batch.unwrap_or_else(|| default_batch(args.cluster.total_workers())),
+            batch: args
+                .batch
+                .unwrap_or_else(|| default_batch(args.cluster.total_workers())),
             round: args.round,
             merge_every: args.merge_every,
             split_gain,
