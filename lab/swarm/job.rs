@@ -435,7 +435,7 @@ impl<P: Clone + 'static, Q: Clone + 'static> SpatialJob<P, Q> {
                 .recent_epochs
                 .iter()
                 .filter(|e| last.is_none_or(|last| e.epoch > last));
-            epoch_checks.extend(new.map(|e| (e.epoch, e.checks)).collect::<Vec<_>>());
+            epoch_checks.extend(new.map(|e| (e.epoch, e.checks)));
         };
         let (index, peers) = (worker.index() as u64, worker.peers() as u64);
         let records = &self.input.records;

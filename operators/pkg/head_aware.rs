@@ -10,8 +10,7 @@ use crate::common::hash::splitmix64;
 use crate::common::Error;
 
 use super::candidates::{choices, least_loaded, LeastLoaded};
-use super::grouping::HeadKey;
-use super::grouping::{Grouping, Router};
+use super::grouping::{Grouping, HeadKey, Router};
 use super::head_index::HeadIndex;
 use super::head_shape::{default_threshold, head_choices, HeadShape};
 use super::partial_key::{Pkg, PkgRouter};

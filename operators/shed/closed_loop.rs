@@ -196,7 +196,8 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
                 figures: Rc::clone(&figures),
                 completed: Rc::new(move || completed(&ledger, &output)),
                 overloaded: Rc::new(Cell::new(true)),
-                target: settings.target,
+                // The target the loop runs with (see `LoopSettings`).
+                target: settings.sanitized().target,
                 clock: settings.clock.clone(),
             }
         };

@@ -65,10 +65,10 @@ impl<D> Drops<D> {
     }
 
     /// The chooser of worker `worker`.
-    pub(crate) fn chooser(&self, worker: usize) -> Chooser<D> {
+    pub(crate) fn chooser(self, worker: usize) -> Chooser<D> {
         let mixed = self.seed ^ (worker as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         Chooser {
-            drops: self.clone(),
+            drops: self,
             rng: SmallRng::seed_from_u64(mixed),
             ranked: Vec::new(),
         }

@@ -56,6 +56,11 @@ impl<T: Timestamp + TotalOrder> Ledger<T> {
         self.first = self.first.or((admitted > 0).then_some(now));
     }
 
+    /// Records let in whose time the output has not completed.
+    fn waiting(&self) -> u64 {
+        self.admitted.saturating_sub(self.processed)
+    }
+
     /// Moves what completed before the output's least time `least` (`None`:
     /// everything) to `processed`.
     fn settle(&mut self, least: Option<&T>) {
@@ -295,8 +300,7 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
             .first
             .map_or(0.0, |first| now.saturating_duration_since(first).as_secs_f64());
         let rate = ledger.processed as f64 / since.max(1e-3);
-        let waiting = ledger.admitted.saturating_sub(ledger.processed) as f64;
-        waiting >= rate * UNMEASURED_SHARE * self.target.as_secs_f64()
+        ledger.waiting() as f64 >= rate * UNMEASURED_SHARE * self.target.as_secs_f64()
     }
 
     /// Milliseconds since arrivals were last observed.
@@ -342,10 +346,7 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
         }
         if due > self.ended {
             let (own, limited) = self.meter.period_end(now, late);
-            let waiting = {
-                let ledger = self.meter.ledger.borrow();
-                ledger.admitted.saturating_sub(ledger.processed) as f64
-            };
+            let waiting = self.meter.ledger.borrow().waiting() as f64;
             // Both flags start again with the next period.
             let gap = std::mem::take(&mut self.gap);
             let held = std::mem::take(&mut self.held);
