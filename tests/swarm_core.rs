@@ -434,7 +434,12 @@ proptest! {
             .iter()
             .zip(&shapes)
             .enumerate()
-            .map(|(i, (s, &(r, c)))| Candidate { id: i as u64, rect: CellRect { row0: 0, col0: 0, row1: r - 1, col1: c - 1 }, stats: s })
+            .map(|(i, (s, &(r, c)))| {
+                // One-cell partitions may be shared already, with the least loaded worker too.
+                let holders = if r * c == 1 { rng.random_range(1..4) } else { 1 };
+                let low_holds = holders > 1 && rng.random_bool(0.3);
+                Candidate { id: i as u64, rect: CellRect { row0: 0, col0: 0, row1: r - 1, col1: c - 1 }, stats: s, holders, low_holds }
+            })
             .collect();
         let r_s = 500.0;
         let cost = |t: Totals| normalized(model.work(&t), r_s);
@@ -448,6 +453,7 @@ proptest! {
                 let actual = ((high - moved) - (low + moved)).abs();
                 prop_assert!(close(before, gap) && close(after, actual) && actual <= gap);
                 prop_assert!(ids.len() < candidates.len());
+                prop_assert!(ids.iter().all(|&id| candidates[id as usize].holders == 1), "a shared partition moved");
             }
             Reduction::Split { id, line, move_second, gap: (before, after) } => {
                 let p = &candidates[id as usize];
@@ -455,6 +461,14 @@ proptest! {
                 let (moving, staying) = if move_second { (second, first) } else { (first, second) };
                 let actual = ((high - cost(p.stats.totals()) + cost(staying)) - (low + cost(moving))).abs();
                 prop_assert!(close(before, gap) && close(after, actual) && actual <= gap, "{} vs {}", actual, gap);
+                prop_assert_eq!(p.holders, 1, "a shared partition split");
+            }
+            Reduction::Share { id, gap: (before, after) } => {
+                let p = &candidates[id as usize];
+                let (c, k) = (cost(p.stats.totals()), p.holders as f64);
+                let actual = ((high - c / (k + 1.0)) - (low + c * k / (k + 1.0))).abs();
+                prop_assert!(close(before, gap) && close(after, actual) && actual <= gap, "{} vs {}", actual, gap);
+                prop_assert!(p.rect.area() == 1 && !p.low_holds, "{:?}", p);
             }
             Reduction::None { reason } => prop_assert!(!reason.is_empty()),
         }
@@ -484,7 +498,7 @@ proptest! {
         // Fragment the plan with random splits and moves.
         for _ in 0..30 {
             if let Some(change) = random_change(&mut rng, &index, workers, &mut mints[0]) {
-                if !matches!(change, PlanChange::Merge { .. }) {
+                if matches!(change, PlanChange::Move { .. } | PlanChange::Split { .. }) {
                     index.apply(&change).unwrap();
                 }
             }

@@ -104,7 +104,7 @@ fn matches_equal_brute_force_under_every_policy_and_worker_count() {
                 if matches!(policy, PolicySpec::Forced(_)) {
                     let m = report.migrations;
                     assert!(
-                        m.moves + m.splits + m.merges > 0,
+                        m.moves + m.splits + m.merges + m.shares + m.unshares > 0,
                         "forced schedule changed nothing: {m:?}"
                     );
                     // A move is to another worker: as many moved as were ordered, at least.
@@ -549,5 +549,7 @@ fn the_coordinators_decisions_are_logged_to_timely_logging() {
     assert_eq!(changes(|c| matches!(c, PlanChange::Move { .. })), orders.moves);
     assert_eq!(changes(|c| matches!(c, PlanChange::Split { .. })), orders.splits);
     assert_eq!(changes(|c| matches!(c, PlanChange::Merge { .. })), orders.merges);
+    assert_eq!(changes(|c| matches!(c, PlanChange::Share { .. })), orders.shares);
+    assert_eq!(changes(|c| matches!(c, PlanChange::Unshare { .. })), orders.unshares);
     assert!(orders.moves + orders.splits + orders.merges > 0, "{orders:?}");
 }

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use equipoise::common::hash::splitmix64;
 use equipoise::swarm::{Grid, PartitionState, RangeQueries, Rect, SpatioTextual};
 use equipoise_lab::common::cluster::ClusterArgs;
-use equipoise_lab::swarm::job::{brute_force, run_spatial, PolicySpec, SpatialJob};
+use equipoise_lab::swarm::job::{brute_force, run_spatial, Migrations, PolicySpec, SpatialJob};
 use equipoise_lab::swarm::workload::Hotspots;
 use support::{one_static_worker, report, run_two_processes, scratch};
 
@@ -72,7 +72,7 @@ fn check<S: PartitionState<Output = equipoise::swarm::Match>>(
     input: Arc<equipoise_lab::swarm::input::SpatialInput<S::Point, S::Query>>,
     reference: (u64, u64),
     grid: Grid,
-) -> u64
+) -> Migrations
 where
     S::Point: Sync,
     S::Query: Sync,
@@ -105,8 +105,7 @@ where
         schedule.merge_every,
         schedule.textual
     );
-    let m = report.migrations;
-    m.moves + m.splits + m.merges
+    report.migrations
 }
 
 #[test]
@@ -114,7 +113,7 @@ where
 fn random_forced_schedules_lose_and_duplicate_nothing() {
     let started = Instant::now();
     let total = runs("EQUIPOISE_SOAK_RUNS", 10_000);
-    let mut changes = 0;
+    let (mut changes, mut shares, mut unshares) = (0, 0, 0);
     for index in 0..total {
         let schedule = Schedule::nth(index);
         let grid = Grid::new(Rect::new(0.0, 0.0, 100.0, 100.0).unwrap(), schedule.grid, schedule.grid).unwrap();
@@ -124,7 +123,7 @@ fn random_forced_schedules_lose_and_duplicate_nothing() {
             seed: schedule.seed,
             ..Hotspots::default()
         };
-        changes += if schedule.textual {
+        let m = if schedule.textual {
             let input = Arc::new(hotspots.generate_textual(&grid, 8));
             let reference = brute_force(&input, schedule.batch, |query, point| {
                 query.rect.contains(point.x, point.y) && query.data.subset_of(&point.data)
@@ -137,10 +136,14 @@ fn random_forced_schedules_lose_and_duplicate_nothing() {
             });
             check::<RangeQueries>(&schedule, input, reference, grid)
         };
+        changes += m.moves + m.splits + m.merges + m.shares + m.unshares;
+        shares += m.shares;
+        unshares += m.unshares;
     }
     assert!(changes > total, "the schedules changed too little: {changes} changes");
+    assert!(shares > 0 && unshares > 0, "{shares} shares, {unshares} unshares");
     println!(
-        "{total} forced schedules, {changes} plan changes, every one's matches equal to brute force, in {:.0} s",
+        "{total} forced schedules, {changes} plan changes ({shares} shares, {unshares} unshares), every one's matches equal to brute force, in {:.0} s",
         started.elapsed().as_secs_f64()
     );
 }
@@ -149,7 +152,7 @@ fn random_forced_schedules_lose_and_duplicate_nothing() {
 #[ignore = "a soak of minutes: cargo test --release --test swarm_migrations -- --ignored"]
 fn random_forced_schedules_over_two_processes_match_one_static_worker() {
     let total = runs("EQUIPOISE_SOAK_CLUSTER_RUNS", 20);
-    let mut moved = 0;
+    let (mut moved, mut shares) = (0, 0);
     for index in 0..total {
         let seed = 1000 + index;
         let common = [
@@ -180,7 +183,9 @@ fn random_forced_schedules_over_two_processes_match_one_static_worker() {
             "two processes, forced:{seed}"
         );
         moved += cluster["migrations"]["partitions_moved"].as_u64().unwrap();
+        shares += cluster["migrations"]["shares"].as_u64().unwrap();
     }
     assert!(moved > total, "the schedules moved too little: {moved} partitions");
-    println!("{total} forced schedules as 2 processes × 2 workers, {moved} partitions moved, each run's matches equal to one static worker's");
+    assert!(shares > 0, "no schedule shared a partition");
+    println!("{total} forced schedules as 2 processes × 2 workers, {moved} partitions moved, {shares} shares, each run's matches equal to one static worker's");
 }

@@ -258,8 +258,17 @@ impl fmt::Display for SpatialReport {
         let m = &report.migrations;
         writeln!(
             f,
-            "  {} rounds, {} rebalanced: {} moves, {} splits, {} merges, {} partitions ({} bytes) moved; {} partitions at the end",
-            report.rounds, report.rebalanced_rounds, m.moves, m.splits, m.merges, m.partitions_moved, m.bytes_moved, report.partitions_final
+            "  {} rounds, {} rebalanced: {} moves, {} splits, {} merges, {} shares, {} unshares, {} partitions ({} bytes) moved; {} partitions at the end",
+            report.rounds,
+            report.rebalanced_rounds,
+            m.moves,
+            m.splits,
+            m.merges,
+            m.shares,
+            m.unshares,
+            m.partitions_moved,
+            m.bytes_moved,
+            report.partitions_final
         )?;
         writeln!(f, "  {} matches, digest {}", report.matches, report.matches_digest)?;
         if report.skipped_lines > 0 {

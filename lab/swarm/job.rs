@@ -181,6 +181,10 @@ pub struct Migrations {
     pub splits: u64,
     /// Merges ordered.
     pub merges: u64,
+    /// Holders added to shared partitions.
+    pub shares: u64,
+    /// Holders that left shared partitions.
+    pub unshares: u64,
     /// Partitions sent between workers.
     pub partitions_moved: u64,
     /// Bytes of state sent between workers.
@@ -591,6 +595,8 @@ fn assemble<P, Q>(job: &SpatialJob<P, Q>, processes: usize, figures: Vec<WorkerF
             moves: orders.moves,
             splits: orders.splits,
             merges: orders.merges,
+            shares: orders.shares,
+            unshares: orders.unshares,
             partitions_moved: figures.iter().map(|f| f.executor.partitions_moved).sum(),
             bytes_moved: figures.iter().map(|f| f.executor.bytes_moved).sum(),
         },

@@ -175,11 +175,23 @@ pub trait PartitionState: Default + Clone + ExchangeData {
         (self, other)
     }
 
-    /// Merges the state of an adjacent partition (a query held by both is
-    /// kept once). The default merges the queries.
+    /// Merges the state of an adjacent partition, or of another holder of
+    /// the same shared partition leaving it (a query held by both is kept
+    /// once). The default merges the queries.
     fn merge(&mut self, mut other: Self) {
         let theirs = std::mem::take(other.registered_mut());
         self.registered_mut().merge(theirs);
+    }
+
+    /// The state a new holder of this partition starts from when it is
+    /// shared ([`PlanChange::Share`](super::PlanChange::Share)): a copy of
+    /// its queries, as each point is dealt to one holder and met there.
+    /// The default copies the queries; any other state stays here, as it
+    /// stays with a split's first part.
+    fn replica(&self) -> Self {
+        let mut replica = Self::default();
+        *replica.registered_mut() = self.registered().clone();
+        replica
     }
 
     /// The stored queries' cells (clipped to `within`, relative to it) and

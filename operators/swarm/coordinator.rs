@@ -103,6 +103,10 @@ pub struct Orders {
     pub splits: u64,
     /// Pairs of partitions merged.
     pub merges: u64,
+    /// Holders added to shared partitions.
+    pub shares: u64,
+    /// Holders that left shared partitions.
+    pub unshares: u64,
     /// The epochs from which non-empty updates held (when state moved):
     /// the most recent [`CHANGES_KEPT`] of them.
     pub changed_at: Vec<u64>,
@@ -120,6 +124,8 @@ pub(crate) struct Coordinator {
     plan_lag: u64,
     last_round: Instant,
     pending_local: Vec<(usize, PlanChange)>,
+    // The mean work per worker in the last round, sent with the update.
+    mean_work: f64,
     forced: Option<PlanChange>,
     orders: Orders,
     /// Where decisions are logged, if anyone listens.
@@ -145,6 +151,7 @@ impl Coordinator {
             plan_lag,
             last_round: Instant::now(),
             pending_local: Vec::new(),
+            mean_work: 0.0,
             forced: None,
             orders: Orders::default(),
             logger: None,
@@ -183,6 +190,7 @@ impl Coordinator {
         for report in &reports {
             loads[report.worker] = report.load;
         }
+        self.mean_work = loads.iter().map(|load| load.work).sum::<f64>() / self.workers.max(1) as f64;
         let elapsed = self.last_round.elapsed().as_secs_f64().max(1e-9);
         self.last_round = Instant::now();
         match &mut self.policy {
@@ -269,6 +277,8 @@ impl Coordinator {
                 PlanChange::Move { .. } => self.orders.moves += 1,
                 PlanChange::Split { .. } => self.orders.splits += 1,
                 PlanChange::Merge { .. } => self.orders.merges += 1,
+                PlanChange::Share { .. } => self.orders.shares += 1,
+                PlanChange::Unshare { .. } => self.orders.unshares += 1,
             }
         }
         self.orders.rounds += 1;
@@ -284,6 +294,10 @@ impl Coordinator {
         if !changes.is_empty() {
             keep_recent(&mut self.orders.changed_at, effective, CHANGES_KEPT);
         }
-        PlanUpdate { effective, changes }
+        PlanUpdate {
+            effective,
+            changes,
+            mean_work: self.mean_work,
+        }
     }
 }

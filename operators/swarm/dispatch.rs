@@ -81,6 +81,13 @@ pub struct Refused {
 struct Router {
     history: PlanHistory,
     active: HashMap<u64, Rect>,
+    /// Points dealt so far to each shared partition, which picks the next
+    /// holder: each sender deals a shared partition's points round the
+    /// holders in turn (from its own index, so that senders of a few points
+    /// each do not all start with the owner), so every holder gets an even
+    /// share of them and each point goes to exactly one.
+    dealt: HashMap<PartitionId, usize>,
+    me: usize,
 }
 
 impl Router {
@@ -89,6 +96,9 @@ impl Router {
         self.history
             .install(update)
             .expect("the coordinator sends only updates that apply");
+        // What is no longer shared needs no turn kept.
+        let latest = self.history.latest();
+        self.dealt.retain(|id, _| !latest.replicas(*id).is_empty());
     }
 
     /// Routes the records of epoch `time` (registrations first) under its
@@ -107,10 +117,20 @@ impl Router {
         for item in held {
             let (rect, routed) = match item {
                 Item::Point(point) => {
-                    let (partition, owner) = plan
-                        .route_point(point.x, point.y, OutOfBounds::Clamp)
+                    let cell = grid
+                        .cell_of(point.x, point.y, OutOfBounds::Clamp)
                         .expect("points are finite by construction");
-                    give((owner, partition, Dispatched::Point(point)));
+                    let (partition, mut holder, shared) = plan.at_shared(cell);
+                    if shared {
+                        let replicas = plan.replicas(partition);
+                        let turn = self.dealt.entry(partition).or_insert(self.me);
+                        let pick = *turn % (replicas.len() + 1);
+                        *turn = turn.wrapping_add(1);
+                        if pick > 0 {
+                            holder = replicas[pick - 1];
+                        }
+                    }
+                    give((holder, partition, Dispatched::Point(point)));
                     continue;
                 }
                 Item::Query(query) => {
@@ -130,9 +150,11 @@ impl Router {
                 },
             };
             let cells = super::app::query_cells_of(grid, &rect);
+            // Every holder of a shared partition keeps its queries.
             for partition in plan.partitions_overlapping(&cells) {
-                let owner = plan.info(partition).expect("listed by the plan").owner;
-                give((owner, partition, routed.clone()));
+                for holder in plan.holders(partition) {
+                    give((holder, partition, routed.clone()));
+                }
             }
         }
     }
@@ -149,6 +171,8 @@ pub(crate) fn dispatch<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>
     let mut router = Router {
         history: PlanHistory::new(initial),
         active: HashMap::new(),
+        dealt: HashMap::new(),
+        me: records.scope().index(),
     };
     let mut parts = records
         .partition(2, |record| match record.into_item() {

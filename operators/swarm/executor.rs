@@ -67,6 +67,8 @@ pub(crate) struct Executor<S, M> {
     merge_every: u64,
     split_gain: Option<f64>,
     plans_locally: bool,
+    // The mean work per worker the coordinator last sent.
+    mean_work: f64,
     work: BusyWork,
     // Shared with the program's handles, so nothing is copied per epoch.
     figures: Rc<RefCell<ExecutorFigures>>,
@@ -96,6 +98,7 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
             merge_every: merge_every.max(1),
             split_gain,
             plans_locally,
+            mean_work: 0.0,
             work,
             figures,
             logger: None,
@@ -174,6 +177,10 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
             if let Some(gain) = self.split_gain {
                 local = self.store.plan_refinement(&self.model, gain, floor, time / self.round);
             }
+            let settled = (time / self.round).checked_sub(2 * self.merge_every);
+            if let Some(settled) = settled {
+                local.extend(self.store.plan_unshares(&self.model, self.mean_work, settled));
+            }
             if (time / self.round + 1).is_multiple_of(self.merge_every) {
                 // Neither what splits now nor what a change made in the
                 // last two merge intervals: statistics of a few rounds are
@@ -209,6 +216,7 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
         time: u64,
         update: &PlanUpdate,
     ) -> Result<Vec<(usize, PartitionPacket<S>)>, Error> {
+        self.mean_work = update.mean_work;
         let leaving = self.store.apply_update(update, time / self.round)?;
         let mut figures = self.figures.borrow_mut();
         for (to, packet) in &leaving {
@@ -355,6 +363,7 @@ mod tests {
         let update = PlanUpdate {
             effective: 2,
             changes: vec![PlanChange::Move { id, to: 1 }],
+            mean_work: 0.0,
         };
         assert!(executors[0].ends_round(1));
         let report = executors[0].end_round(1);
@@ -396,6 +405,7 @@ mod tests {
                 },
                 PlanChange::Move { id: 101, to: 1 },
             ],
+            mean_work: 0.0,
         };
         apply_everywhere(&mut executors, 1, &update, &mut arrivals);
         assert_eq!(arrivals[1].iter().map(|p| p.id).collect::<Vec<_>>(), vec![101]);

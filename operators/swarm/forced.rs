@@ -9,20 +9,35 @@ use super::merge::plan_merges;
 
 /// A random valid change to `index`: a move of a random partition to
 /// another worker, chosen at random, a split of it at a random line (new ids from
-/// `mint`, one part to a random worker), or a merge its owner can
-/// make. `None` when the drawn change is impossible (a move with one
-/// worker, a one-cell-wide split, no mergeable pair).
+/// `mint`, one part to a random worker), a merge its owner can
+/// make, sharing it with one more worker, or a holder of a shared
+/// partition leaving it. `None` when the drawn change is impossible (a
+/// move or share with one worker, a one-cell-wide or shared split, no
+/// mergeable pair, nothing shared).
 #[doc(hidden)]
 pub fn random_change(rng: &mut impl Rng, index: &GlobalIndex, workers: usize, mint: &mut IdMint) -> Option<PlanChange> {
     let ids: Vec<_> = index.partitions().keys().copied().collect();
     let id = ids[rng.random_range(0..ids.len())];
     let info = *index.info(id).expect("listed partition");
-    match rng.random_range(0..3) {
-        0 if workers > 1 => Some(PlanChange::Move {
-            id,
-            to: (info.owner + rng.random_range(1..workers)) % workers,
-        }),
-        0 => None,
+    let shared = !index.replicas(id).is_empty();
+    let other = |rng: &mut dyn rand::RngCore| {
+        let to = (info.owner + rng.random_range(1..workers)) % workers;
+        index.holders(id).all(|holder| holder != to).then_some(to)
+    };
+    match rng.random_range(0..5) {
+        0 if workers > 1 => other(rng).map(|to| PlanChange::Move { id, to }),
+        3 if workers > 1 => other(rng).map(|with| PlanChange::Share { id, with }),
+        0 | 3 => None,
+        4 => {
+            let shared: Vec<_> = index.shared().keys().copied().collect();
+            let id = *shared.get(rng.random_range(0..shared.len().max(1)))?;
+            let holders: Vec<usize> = index.holders(id).collect();
+            Some(PlanChange::Unshare {
+                id,
+                from: holders[rng.random_range(0..holders.len())],
+            })
+        }
+        1 if shared => None,
         1 => {
             let axis = if rng.random_bool(0.5) {
                 Axis::Rows
@@ -48,7 +63,11 @@ pub fn random_change(rng: &mut impl Rng, index: &GlobalIndex, workers: usize, mi
             })
         }
         _ => {
-            let all = index.partitions().iter().map(|(&id, p)| (id, p.rect, p.owner, ()));
+            let all = index
+                .partitions()
+                .iter()
+                .filter(|(&id, _)| index.replicas(id).is_empty())
+                .map(|(&id, p)| (id, p.rect, p.owner, ()));
             plan_merges(all, info.owner, mint, |_, _| Some(())).into_iter().next()
         }
     }

@@ -16,7 +16,8 @@ use super::ids::PartitionId;
 pub struct PartitionInfo {
     /// Its cells.
     pub rect: CellRect,
-    /// Its owner worker.
+    /// Its owner worker: the only one that holds it, or the first of the
+    /// holders of a shared partition ([`GlobalIndex::replicas`]).
     pub owner: usize,
 }
 
@@ -87,12 +88,32 @@ pub enum PlanChange {
         /// Id of the union.
         into: PartitionId,
     },
+    /// Share partition `id` with worker `with` too: `with` gets a copy of its
+    /// queries, and its points are dealt among all its holders (balance
+    /// below the cell: a hot cell's points spread over several workers).
+    Share {
+        /// The partition (not split nor merged while shared).
+        id: PartitionId,
+        /// The worker that holds it from now on too.
+        with: usize,
+    },
+    /// Worker `from` stops holding shared partition `id`: its copy joins
+    /// the owner's (the next holder becomes the owner if `from` owned it).
+    Unshare {
+        /// The shared partition.
+        id: PartitionId,
+        /// The holder that leaves.
+        from: usize,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 struct Slot {
     id: PartitionId,
     owner: u32,
+    // Whether other workers hold the partition too, so that routing a point
+    // of an unshared one needs no map lookup.
+    shared: bool,
     // The partition's rectangle, so Algorithm 1 needs no map lookup.
     rect: CellRect,
 }
@@ -101,7 +122,10 @@ impl PlanChange {
     /// The partitions the change reads or replaces.
     pub fn touched(&self) -> Vec<PartitionId> {
         match *self {
-            PlanChange::Move { id, .. } | PlanChange::Split { id, .. } => vec![id],
+            PlanChange::Move { id, .. }
+            | PlanChange::Split { id, .. }
+            | PlanChange::Share { id, .. }
+            | PlanChange::Unshare { id, .. } => vec![id],
             PlanChange::Merge { first, second, .. } => vec![first, second],
         }
     }
@@ -115,6 +139,9 @@ pub struct GlobalIndex {
     // the id so that routing a point is a single array read.
     cells: Vec<Slot>,
     partitions: BTreeMap<PartitionId, PartitionInfo>,
+    // The holders besides the owner of each shared partition, in the order
+    // they joined.
+    replicas: BTreeMap<PartitionId, Vec<usize>>,
 }
 
 impl GlobalIndex {
@@ -242,22 +269,26 @@ impl GlobalIndex {
                 Slot {
                     id: 0,
                     owner: 0,
+                    shared: false,
                     rect: grid.all()
                 };
                 grid.cell_count()
             ],
             grid,
             partitions: BTreeMap::new(),
+            replicas: BTreeMap::new(),
         }
     }
 
     fn insert(&mut self, id: PartitionId, info: PartitionInfo) {
         let columns = self.grid.columns() as usize;
+        let shared = self.replicas.contains_key(&id);
         for row in info.rect.row0..=info.rect.row1 {
             let start = row as usize * columns;
             self.cells[start + info.rect.col0 as usize..=start + info.rect.col1 as usize].fill(Slot {
                 id,
                 owner: info.owner as u32,
+                shared,
                 rect: info.rect,
             });
         }
@@ -284,6 +315,34 @@ impl GlobalIndex {
     pub fn at(&self, cell: Cell) -> (PartitionId, usize) {
         let slot = self.cells[self.grid.index(cell)];
         (slot.id, slot.owner as usize)
+    }
+
+    /// The partition of a cell, its owner, and whether it is shared. O(1).
+    #[inline]
+    pub(crate) fn at_shared(&self, cell: Cell) -> (PartitionId, usize, bool) {
+        let slot = self.cells[self.grid.index(cell)];
+        (slot.id, slot.owner as usize, slot.shared)
+    }
+
+    /// The workers that hold a shared partition besides its owner, in the
+    /// order they joined (empty for a partition that is not shared).
+    pub fn replicas(&self, id: PartitionId) -> &[usize] {
+        self.replicas.get(&id).map_or(&[], Vec::as_slice)
+    }
+
+    /// Every worker that holds partition `id`: its owner, then its replicas
+    /// (empty for an unknown id).
+    pub fn holders(&self, id: PartitionId) -> impl Iterator<Item = usize> + '_ {
+        self.partitions
+            .get(&id)
+            .map(|info| info.owner)
+            .into_iter()
+            .chain(self.replicas(id).iter().copied())
+    }
+
+    /// The shared partitions and their replicas.
+    pub fn shared(&self) -> &BTreeMap<PartitionId, Vec<usize>> {
+        &self.replicas
     }
 
     /// The partition and owner of a point. O(1).
@@ -361,10 +420,49 @@ impl GlobalIndex {
                 Ok(())
             }
         };
+        let unshared = |id: &PartitionId| {
+            if self.replicas.contains_key(id) {
+                Err(bad(format!("partition {id} is shared: unshare it first")))
+            } else {
+                Ok(())
+            }
+        };
         match *change {
             PlanChange::Move { id, to } => {
                 let info = known(&id)?;
+                if self.replicas(id).contains(&to) {
+                    return Err(bad(format!("worker {to} holds partition {id} already")));
+                }
                 self.insert(id, PartitionInfo { owner: to, ..info });
+            }
+            PlanChange::Share { id, with } => {
+                let info = known(&id)?;
+                if self.holders(id).any(|holder| holder == with) {
+                    return Err(bad(format!("worker {with} holds partition {id} already")));
+                }
+                self.replicas.entry(id).or_default().push(with);
+                self.insert(id, info);
+            }
+            PlanChange::Unshare { id, from } => {
+                let info = known(&id)?;
+                let replicas = self
+                    .replicas
+                    .get_mut(&id)
+                    .ok_or_else(|| bad(format!("partition {id} is not shared")))?;
+                let owner = if from == info.owner {
+                    replicas.remove(0)
+                } else {
+                    let position = replicas
+                        .iter()
+                        .position(|&holder| holder == from)
+                        .ok_or_else(|| bad(format!("worker {from} does not hold partition {id}")))?;
+                    replicas.remove(position);
+                    info.owner
+                };
+                if replicas.is_empty() {
+                    self.replicas.remove(&id);
+                }
+                self.insert(id, PartitionInfo { owner, ..info });
             }
             PlanChange::Split {
                 id,
@@ -373,6 +471,7 @@ impl GlobalIndex {
                 second,
             } => {
                 let info = known(&id)?;
+                unshared(&id)?;
                 fresh(&first.0)?;
                 fresh(&second.0)?;
                 if first.0 == second.0 {
@@ -399,6 +498,8 @@ impl GlobalIndex {
             }
             PlanChange::Merge { first, second, into } => {
                 let (a, b) = (known(&first)?, known(&second)?);
+                unshared(&first)?;
+                unshared(&second)?;
                 if first == second {
                     return Err(bad(format!("cannot merge partition {first} with itself")));
                 }
@@ -432,12 +533,22 @@ impl GlobalIndex {
                 for col in info.rect.col0..=info.rect.col1 {
                     let slot = self.cells[self.grid.index(Cell { row, col })];
                     let (at, owner) = (slot.id, slot.owner as usize);
-                    if at != id || owner != info.owner || slot.rect != info.rect {
+                    let shared = self.replicas.contains_key(&id);
+                    if at != id || owner != info.owner || slot.rect != info.rect || slot.shared != shared {
                         return Err(format!(
                             "cell ({row}, {col}) of partition {id} points to {at} (owner {owner})"
                         ));
                     }
                 }
+            }
+        }
+        for (id, replicas) in &self.replicas {
+            let holders: Vec<usize> = self.holders(*id).collect();
+            let mut distinct = holders.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            if replicas.is_empty() || !self.partitions.contains_key(id) || distinct.len() != holders.len() {
+                return Err(format!("shared partition {id} has holders {holders:?}"));
             }
         }
         if covered != self.grid.cell_count() as u64 {
@@ -507,6 +618,49 @@ mod tests {
         // 1×2 and 2×1 blocks are equally skewed: the tie goes to more columns.
         let (index, _) = GlobalIndex::blocks(grid(8, 8), 2, 1).unwrap();
         assert_eq!(index.info(1).unwrap().rect.col0, 4);
+    }
+
+    #[test]
+    fn sharing_adds_holders_and_unsharing_hands_the_partition_on() {
+        let (mut index, _) = GlobalIndex::initial(grid(4, 4), 2).unwrap();
+        let (id, owner) = index.at(Cell { row: 0, col: 0 });
+        let other = 1 - owner;
+        let refused = |index: &mut GlobalIndex, change: PlanChange| {
+            let before = index.clone();
+            assert!(index.apply(&change).is_err(), "{change:?}");
+            assert_eq!(*index, before, "a refused change changes nothing");
+        };
+        refused(&mut index, PlanChange::Share { id, with: owner });
+        refused(&mut index, PlanChange::Unshare { id, from: owner });
+        index.apply(&PlanChange::Share { id, with: other }).unwrap();
+        index.check_covering().unwrap();
+        assert_eq!(index.holders(id).collect::<Vec<_>>(), vec![owner, other]);
+        assert!(index.at_shared(Cell { row: 0, col: 0 }).2);
+        // A shared partition is neither split, merged, moved to a holder nor shared twice.
+        let line = SplitLine {
+            axis: Axis::Rows,
+            after: 0,
+        };
+        refused(
+            &mut index,
+            PlanChange::Split {
+                id,
+                line,
+                first: (50, owner),
+                second: (51, owner),
+            },
+        );
+        refused(&mut index, PlanChange::Move { id, to: other });
+        refused(&mut index, PlanChange::Share { id, with: other });
+        index.apply(&PlanChange::Share { id, with: 2 }).unwrap();
+        // The owner leaving makes the next holder the owner.
+        index.apply(&PlanChange::Unshare { id, from: owner }).unwrap();
+        assert_eq!(index.holders(id).collect::<Vec<_>>(), vec![other, 2]);
+        index.apply(&PlanChange::Unshare { id, from: 2 }).unwrap();
+        assert_eq!(index.holders(id).collect::<Vec<_>>(), vec![other]);
+        assert!(index.shared().is_empty() && !index.at_shared(Cell { row: 0, col: 0 }).2);
+        index.check_covering().unwrap();
+        refused(&mut index, PlanChange::Unshare { id, from: other });
     }
 
     #[test]

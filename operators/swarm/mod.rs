@@ -48,7 +48,7 @@
 //! // Asked to shed load toward an idle worker, its only partition is split
 //! // and one part moves.
 //! let request = ReductionRequest { low_cost: 0.0, system_received: load.received, margin: 0.05 };
-//! let plan = plan_reduction(&model, &request, &[Candidate { id: partition, rect, stats: &stats }]);
+//! let plan = plan_reduction(&model, &request, &[Candidate { id: partition, rect, stats: &stats, holders: 1, low_holds: false }]);
 //! assert!(matches!(plan, Reduction::Split { .. }), "{plan:?}");
 //! # let _ = (owner, normalized(load.work, load.received));
 //! # Ok::<(), equipoise::common::Error>(())

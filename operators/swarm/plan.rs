@@ -15,6 +15,9 @@ pub(crate) struct PlanUpdate {
     pub effective: u64,
     /// The changes, applied in order.
     pub changes: Vec<PlanChange>,
+    /// The mean work per worker in the round that decided it: below how
+    /// much a shared partition needs fewer holders.
+    pub mean_work: f64,
 }
 
 /// The plan as it was and will be at each epoch: the initial index, then one
@@ -54,6 +57,14 @@ impl PlanHistory {
         }
         self.versions.insert(update.effective, next);
         Ok(())
+    }
+
+    /// The latest version.
+    pub(crate) fn latest(&self) -> &GlobalIndex {
+        self.versions
+            .last_key_value()
+            .map(|(_, index)| index)
+            .expect("never empty")
     }
 
     /// The plan that routes epoch `time`.

@@ -1,6 +1,8 @@
 //! Load reduction on the most loaded worker (Algorithm 3): move a subset of
 //! its partitions to the least loaded worker, else split one partition and
-//! move a part, else report that no feasible reduction exists.
+//! move a part, else (ours, for a cell hotter than a worker can carry)
+//! share a one-cell partition with the least loaded worker, else report
+//! that no feasible reduction exists.
 
 use serde::{Deserialize, Serialize};
 
@@ -8,7 +10,7 @@ use super::cost::{normalized, CostModel};
 use super::geometry::CellRect;
 use super::ids::PartitionId;
 use super::index::{Axis, SplitLine};
-use super::stats::PartitionStats;
+use super::stats::{PartitionStats, Totals};
 
 /// A partition of the most loaded worker, as the reduction sees it.
 #[derive(Debug, Clone, Copy)]
@@ -17,8 +19,13 @@ pub struct Candidate<'a> {
     pub id: PartitionId,
     /// Its cells.
     pub rect: CellRect,
-    /// Its statistics.
+    /// Its statistics (this holder's, for a shared partition).
     pub stats: &'a PartitionStats,
+    /// How many workers hold it: 1, or more for a shared partition (which
+    /// is neither moved nor split, only shared further).
+    pub holders: usize,
+    /// Whether the least loaded worker is one of its holders already.
+    pub low_holds: bool,
 }
 
 /// What the coordinator tells the most loaded worker.
@@ -54,6 +61,14 @@ pub enum Reduction {
         /// |C_H − C_L| before and after.
         gap: (f64, f64),
     },
+    /// Share the one-cell partition `id` with the least loaded worker too,
+    /// so that its points are dealt among one more holder.
+    Share {
+        /// The partition to share.
+        id: PartitionId,
+        /// |C_H − C_L| before and after.
+        gap: (f64, f64),
+    },
     /// Nothing this worker can do narrows the gap enough.
     None {
         /// Why.
@@ -78,12 +93,12 @@ pub fn plan_reduction(model: &dyn CostModel, request: &ReductionRequest, partiti
     }
 
     // 1. A subset: greedily take partitions that fit in the ideal amount,
-    //    keeping at least one.
+    //    keeping at least one (a shared one stays: it is only shared further).
     let mut room = (high - low) / 2.0;
     let mut ids = Vec::new();
     let mut moved = 0.0;
     for &(c, p) in &costed {
-        if ids.len() + 1 < costed.len() && c <= room && c > 0.0 {
+        if ids.len() + 1 < costed.len() && c <= room && c > 0.0 && p.holders == 1 {
             ids.push(p.id);
             room -= c;
             moved += c;
@@ -95,11 +110,54 @@ pub fn plan_reduction(model: &dyn CostModel, request: &ReductionRequest, partiti
     }
 
     // 2. A split of the costliest partition that has more than one cell.
-    let Some(&(whole, target)) = costed.iter().find(|(_, p)| p.rect.area() > 1) else {
-        return Reduction::None {
-            reason: "no subset narrows the gap and every partition is a single cell".into(),
-        };
-    };
+    let mut split_gap = None;
+    if let Some(&(whole, target)) = costed.iter().find(|(_, p)| p.rect.area() > 1 && p.holders == 1) {
+        let (after, line, move_second) = best_split_line(target, cost, high - whole, low);
+        if accept(after) {
+            return Reduction::Split {
+                id: target.id,
+                line,
+                move_second,
+                gap: (gap, after),
+            };
+        }
+        split_gap = Some((target.id, after));
+    }
+
+    // 3. One more holder for the one-cell partition that narrows the gap
+    //    most: this holder's share `c` of k shares becomes c·k/(k+1), the
+    //    rest goes to the least loaded worker.
+    let shared = costed
+        .iter()
+        .filter(|(c, p)| p.rect.area() == 1 && *c > 0.0 && !p.low_holds)
+        .map(|&(c, p)| {
+            let k = p.holders as f64;
+            let after = ((high - c / (k + 1.0)) - (low + c * k / (k + 1.0))).abs();
+            (after, p.id)
+        })
+        .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    match shared {
+        Some((after, id)) if accept(after) => Reduction::Share { id, gap: (gap, after) },
+        _ => Reduction::None {
+            reason: match split_gap {
+                Some((id, after)) => format!(
+                    "no subset or sharing narrows the gap {gap:.3}, and the best split of partition {id} leaves {after:.3}"
+                ),
+                None => format!("no subset or sharing narrows the gap {gap:.3}, and no partition can be split"),
+            },
+        },
+    }
+}
+
+/// The best line through `target` and which part moves: the least
+/// |C_H − C_L| after, where the rest of the worker costs `rest` and the
+/// least loaded worker `low`.
+fn best_split_line(
+    target: &Candidate<'_>,
+    cost: impl Fn(Totals) -> f64,
+    rest: f64,
+    low: f64,
+) -> (f64, SplitLine, bool) {
     let mut best: Option<(f64, SplitLine, bool)> = None;
     for axis in [Axis::Rows, Axis::Columns] {
         let lines = match axis {
@@ -115,7 +173,7 @@ pub fn plan_reduction(model: &dyn CostModel, request: &ReductionRequest, partiti
             let signed = |after: u32| {
                 let (first, second) = target.stats.split_totals(axis, after);
                 let (moving, staying) = if move_second { (second, first) } else { (first, second) };
-                (high - whole + cost(staying)) - (low + cost(moving))
+                (rest + cost(staying)) - (low + cost(moving))
             };
             let (after, value) = best_line(lines - 1, signed);
             if best.is_none_or(|(b, _, _)| value.abs() < b) {
@@ -123,21 +181,7 @@ pub fn plan_reduction(model: &dyn CostModel, request: &ReductionRequest, partiti
             }
         }
     }
-    match best {
-        Some((after, line, move_second)) if accept(after) => Reduction::Split {
-            id: target.id,
-            line,
-            move_second,
-            gap: (gap, after),
-        },
-        Some((after, ..)) => Reduction::None {
-            reason: format!(
-                "no subset narrows the gap {gap:.3}, and the best split of partition {} leaves {after:.3}",
-                target.id
-            ),
-        },
-        None => unreachable!("a partition of several cells has a line"),
-    }
+    best.expect("a partition of several cells has a line")
 }
 
 /// The line position in `0..positions` minimising |f|, for `f` monotone (in

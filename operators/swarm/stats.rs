@@ -335,6 +335,21 @@ impl PartitionStats {
         union
     }
 
+    /// Scales the point and check statistics (and their collectors) by
+    /// `factor`, the queries' unchanged: a shared partition's holder
+    /// expects that share of its points once the points are dealt among
+    /// more (or fewer) holders.
+    pub fn scale_points(&mut self, factor: f64) {
+        for line in self.rows.iter_mut().chain(self.cols.iter_mut()) {
+            line.n *= factor;
+            line.rn *= factor;
+            line.new_n *= factor;
+            line.c *= factor;
+            line.rc *= factor;
+            line.new_c *= factor;
+        }
+    }
+
     /// Sets every query statistic and collector from the stored queries
     /// (relative to the partition, clipped to it). Removals are reflected by
     /// the absence of the removed queries.

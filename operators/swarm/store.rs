@@ -50,13 +50,26 @@ impl<S> Partition<S> {
 /// The partitions a worker holds, by id.
 pub(crate) type Partitions<S> = HashMap<PartitionId, Partition<S>, BuildHasherDefault<FingerprintHasher>>;
 
-/// A partition on its way to a new owner.
+/// A partition on its way to another worker.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct PartitionPacket<S> {
     /// Its id.
     pub id: PartitionId,
     /// Everything it holds.
     pub partition: Partition<S>,
+    /// What the receiver does with it.
+    pub kind: PacketKind,
+}
+
+/// Why a partition travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum PacketKind {
+    /// It moved (whole, or a part of a split or merge): its new owner holds it.
+    Moved,
+    /// A copy for a new holder of a shared partition.
+    Shared,
+    /// A holder left a shared partition: the owner merges its state.
+    Returned,
 }
 
 /// The partitions one worker holds, with its copy of the plan.
@@ -195,13 +208,20 @@ impl<S: PartitionState> Store<S> {
         round: u64,
     ) -> Vec<PlanChange> {
         let Store {
-            me, partitions, mint, ..
+            me,
+            index,
+            partitions,
+            mint,
         } = self;
         let mut ids: Vec<PartitionId> = partitions.keys().copied().collect();
         ids.sort_unstable();
         let mut changes = Vec::new();
         for id in ids {
             let partition = &partitions[&id];
+            // A shared partition is one cell, and is not split while shared.
+            if !index.replicas(id).is_empty() {
+                continue;
+            }
             let Some(first) = best_split(model, &partition.stats, floor, gain) else {
                 continue;
             };
@@ -248,7 +268,7 @@ impl<S: PartitionState> Store<S> {
             .index
             .partitions()
             .iter()
-            .filter(|(id, _)| !except.contains(id))
+            .filter(|(id, _)| !except.contains(id) && self.index.replicas(**id).is_empty())
             .map(|(&id, info)| {
                 let totals = self.partitions.get(&id).map(|p| p.stats.totals());
                 (id, info.rect, info.owner, totals)
@@ -260,6 +280,27 @@ impl<S: PartitionState> Store<S> {
                 None => Some(Some(*a + *b)),
             }
         })
+    }
+
+    /// One holder fewer for each shared partition this worker owns whose
+    /// points that many fewer holders would still take at under half of
+    /// `mean`, the mean work per worker (the cell cooled down): the holder
+    /// that joined last leaves. Partitions whose holders changed after
+    /// round `settled` are left alone (their statistics are a guess).
+    pub(crate) fn plan_unshares(&self, model: &dyn CostModel, mean: f64, settled: u64) -> Vec<PlanChange> {
+        let mut changes: Vec<PlanChange> = self
+            .partitions
+            .iter()
+            .filter(|(&id, p)| p.born <= settled && self.index.info(id).is_some_and(|info| info.owner == self.me))
+            .filter_map(|(&id, p)| {
+                let &from = self.index.replicas(id).last()?;
+                let holders = self.index.holders(id).count() as f64;
+                let share = model.work(&smoothed(p.stats.totals()));
+                (share * holders / (holders - 1.0) < 0.5 * mean).then_some(PlanChange::Unshare { id, from })
+            })
+            .collect();
+        changes.sort_by_key(|change| change.touched());
+        changes
     }
 
     /// This worker's answer to a reduction request (Algorithm 3), as plan
@@ -277,6 +318,8 @@ impl<S: PartitionState> Store<S> {
                 id,
                 rect: p.rect,
                 stats: &p.stats,
+                holders: self.index.holders(id).count(),
+                low_holds: self.index.holders(id).any(|holder| holder == low_worker),
             })
             .collect();
         match plan_reduction(model, request, &candidates) {
@@ -300,6 +343,7 @@ impl<S: PartitionState> Store<S> {
                     second: (second, second_owner),
                 }]
             }
+            Reduction::Share { id, .. } => vec![PlanChange::Share { id, with: low_worker }],
             Reduction::None { .. } => Vec::new(),
         }
     }
@@ -312,6 +356,7 @@ impl<S: PartitionState> Store<S> {
         update: &PlanUpdate,
         round: u64,
     ) -> Result<Vec<(usize, PartitionPacket<S>)>, Error> {
+        let mut packets = Vec::new();
         for change in &update.changes {
             match *change {
                 PlanChange::Move { .. } => {}
@@ -322,10 +367,67 @@ impl<S: PartitionState> Store<S> {
                     second,
                 } => self.split(id, line, [first.0, second.0], round)?,
                 PlanChange::Merge { first, second, into } => self.merge([first, second], into, round)?,
+                PlanChange::Share { id, with } => packets.extend(self.share(id, with, round)),
+                PlanChange::Unshare { id, from } => {
+                    let returned = self.unshare(id, from, round);
+                    self.index.apply(change)?;
+                    if let Some(packet) = returned {
+                        let owner = self.index.info(id).expect("an unshared partition stays").owner;
+                        packets.push((owner, packet));
+                    }
+                    continue;
+                }
             }
             self.index.apply(change)?;
         }
-        self.pack_leaving(update)
+        packets.extend(self.pack_leaving(update)?);
+        Ok(packets)
+    }
+
+    /// Shares partition `id` with worker `with`: every holder expects a
+    /// smaller share of its points, and the owner sends the new holder a
+    /// copy of its state.
+    fn share(&mut self, id: PartitionId, with: usize, round: u64) -> Option<(usize, PartitionPacket<S>)> {
+        let holders = self.index.holders(id).count() as f64;
+        let owner = self.index.info(id).map(|info| info.owner);
+        let partition = self.partitions.get_mut(&id)?;
+        partition.stats.scale_points(holders / (holders + 1.0));
+        partition.born = round;
+        (owner == Some(self.me)).then(|| {
+            let copy = Partition::new(
+                partition.rect,
+                partition.stats.clone(),
+                partition.state.replica(),
+                round,
+            );
+            (
+                with,
+                PartitionPacket {
+                    id,
+                    partition: copy,
+                    kind: PacketKind::Shared,
+                },
+            )
+        })
+    }
+
+    /// Worker `from` leaves shared partition `id`: the others expect a
+    /// larger share of its points; `from` itself takes its copy out, to go
+    /// to the owner.
+    fn unshare(&mut self, id: PartitionId, from: usize, round: u64) -> Option<PartitionPacket<S>> {
+        if from == self.me {
+            let partition = self.partitions.remove(&id)?;
+            return Some(PartitionPacket {
+                id,
+                partition,
+                kind: PacketKind::Returned,
+            });
+        }
+        let holders = self.index.holders(id).count() as f64;
+        let partition = self.partitions.get_mut(&id)?;
+        partition.stats.scale_points(holders / (holders - 1.0).max(1.0));
+        partition.born = round;
+        None
     }
 
     /// Splits held partition `id` at `line` into `parts` (nothing, if not
@@ -391,12 +493,14 @@ impl<S: PartitionState> Store<S> {
             PlanChange::Move { id, .. } => vec![id],
             PlanChange::Split { first, second, .. } => vec![first.0, second.0],
             PlanChange::Merge { into, .. } => vec![into],
+            // Sharing copies and returns state explicitly.
+            PlanChange::Share { .. } | PlanChange::Unshare { .. } => vec![],
         });
         // A part may be named twice (made by a split, then moved): once out.
         let mut seen = HashSet::new();
         let leaving: Vec<PartitionId> = named
             .filter(|id| self.partitions.contains_key(id))
-            .filter(|id| self.index.info(*id).is_none_or(|info| info.owner != self.me))
+            .filter(|id| self.index.holders(*id).all(|holder| holder != self.me))
             .filter(|id| seen.insert(*id))
             .collect();
         let mut packets = Vec::new();
@@ -407,13 +511,35 @@ impl<S: PartitionState> Store<S> {
                 .info(id)
                 .ok_or_else(|| Error::invalid("plan change", format!("held partition {id} left the plan")))?
                 .owner;
-            packets.push((owner, PartitionPacket { id, partition }));
+            packets.push((
+                owner,
+                PartitionPacket {
+                    id,
+                    partition,
+                    kind: PacketKind::Moved,
+                },
+            ));
         }
         Ok(packets)
     }
 
-    /// Installs a partition moved here.
+    /// Installs a partition moved or shared here, or merges the state of a
+    /// holder that left a shared partition owned here.
     pub(crate) fn install(&mut self, packet: PartitionPacket<S>) {
-        self.partitions.insert(packet.id, packet.partition);
+        let PartitionPacket { id, partition, kind } = packet;
+        match kind {
+            PacketKind::Moved | PacketKind::Shared => {
+                self.partitions.insert(id, partition);
+            }
+            PacketKind::Returned => {
+                // The plan names this worker the owner, so it holds the partition.
+                let me = self.me;
+                self.partitions
+                    .get_mut(&id)
+                    .unwrap_or_else(|| panic!("worker {me} does not hold partition {id}, which a holder left"))
+                    .state
+                    .merge(partition.state);
+            }
+        }
     }
 }
