@@ -470,6 +470,18 @@ proptest! {
                 prop_assert!(close(before, gap) && close(after, actual) && actual <= gap, "{} vs {}", actual, gap);
                 prop_assert!(p.rect.area() == 1 && !p.low_holds, "{:?}", p);
             }
+            Reduction::Isolate { id, cuts } => {
+                // Only under a wide gap, through a partition of several cells, each cut inside the part before.
+                let p = &candidates[id as usize];
+                prop_assert!(gap > 0.25 * high && p.holders == 1 && !cuts.is_empty(), "{:?}", cuts);
+                let mut rect = p.rect;
+                for (line, in_second) in cuts {
+                    let parts = line.parts(&rect);
+                    prop_assert!(parts.is_some(), "{:?} outside {:?}", line, rect);
+                    let (first, second) = parts.unwrap();
+                    rect = if in_second { second } else { first };
+                }
+            }
             Reduction::None { reason } => prop_assert!(!reason.is_empty()),
         }
         // The binary search over split lines, against trying every line.

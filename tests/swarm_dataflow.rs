@@ -394,8 +394,9 @@ fn bad_spatial_input_is_named_or_skipped() {
         (
             "--policy",
             "dynamic",
-            "expected swarm, static, static:<k> or forced:<seed>",
+            "expected swarm, swarm:<k>, static, static:<k> or forced:<seed>",
         ),
+        ("--policy", "swarm:0", "swarm:`0`: partitions per worker to start from"),
         ("--decision", "threshold:0.5", "not a number ≥ 1"),
         // 64 workers' indexes of 2^26 cells: about 690 GB, refused before
         // anything is allocated.
@@ -552,4 +553,84 @@ fn the_coordinators_decisions_are_logged_to_timely_logging() {
     assert_eq!(changes(|c| matches!(c, PlanChange::Share { .. })), orders.shares);
     assert_eq!(changes(|c| matches!(c, PlanChange::Unshare { .. })), orders.unshares);
     assert!(orders.moves + orders.splits + orders.merges > 0, "{orders:?}");
+}
+
+/// A stream whose points nearly all fall in one cell of the 16 × 16 grid
+/// (the rest uniform), with queries over that cell and elsewhere: no plan
+/// of whole cells can balance it.
+fn one_hot_cell(points: u64, queries: u64) -> Arc<SpatialInput> {
+    use equipoise::swarm::{OutOfBounds, Point, Query, Record};
+    let grid = grid();
+    let mut state = 7u64;
+    let mut next = move || {
+        state = equipoise::common::hash::splitmix64(state);
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut records = Vec::new();
+    let mut line = 0;
+    for id in 0..queries {
+        // Half the queries overlap the hot cell (37.5..43.75 both ways), half lie anywhere.
+        let (x, y) = if id % 2 == 0 {
+            (36.0, 36.0)
+        } else {
+            (next() * 90.0, next() * 90.0)
+        };
+        let query = Query::new(
+            id,
+            Rect::new(x, y, x + 6.0 + next() * 4.0, y + 6.0 + next() * 4.0).unwrap(),
+        );
+        records.push((line, Record::query(&grid, OutOfBounds::Reject, query).unwrap()));
+        line += 1;
+    }
+    for id in 0..points {
+        let (x, y) = if next() < 0.9 {
+            (38.0 + next() * 5.0, 38.0 + next() * 5.0)
+        } else {
+            (next() * 100.0, next() * 100.0)
+        };
+        records.push((
+            line,
+            Record::point(&grid, OutOfBounds::Reject, Point::new(id, x, y)).unwrap(),
+        ));
+        line += 1;
+    }
+    Arc::new(SpatialInput {
+        records,
+        lines: line,
+        skipped_lines: 0,
+    })
+}
+
+#[test]
+fn a_hot_cell_is_shared_and_its_points_dealt_exactly() {
+    let input = one_hot_cell(40_000, 100);
+    let (matches, digest) = brute_force_matches(&input, 200);
+    for workers in [2, 4] {
+        let report = run::<RangeQueries>(&input, PolicySpec::Swarm(DecisionSpec::Threshold(1.1)), workers);
+        assert_eq!(
+            (report.matches, report.matches_digest),
+            (matches, digest),
+            "{workers} workers"
+        );
+        let m = report.migrations;
+        assert!(
+            m.shares > 0,
+            "{workers} workers: the hot cell was never shared: {m:?} {} rounds {:?}",
+            report.rounds,
+            report.per_worker_work
+        );
+        // Whole cells leave the busiest worker with 90 % of the points at
+        // least; shared, the hot cell's points split.
+        let bound = report.speedup_bound;
+        assert!(
+            bound > 0.75 * workers as f64,
+            "{workers} workers: bound {bound:.2}, {m:?}"
+        );
+        let statics = run::<RangeQueries>(&input, PolicySpec::StaticBlocks(256 / workers), workers);
+        assert!(
+            statics.speedup_bound < 1.2,
+            "{workers} workers: one cell per partition: {}",
+            statics.speedup_bound
+        );
+    }
 }

@@ -24,9 +24,10 @@ pub struct SpatialArgs {
     /// timely's cluster settings.
     #[command(flatten)]
     pub cluster: ClusterArgs,
-    /// `swarm`, `static` (one partition per worker), `static:<k>` (k blocks
-    /// per worker spread over the space), or `forced:<seed>` (a random move,
-    /// split or merge every round).
+    /// `swarm`, `swarm:<k>` (SWARM starting from k blocks per worker),
+    /// `static` (one partition per worker), `static:<k>` (k blocks per
+    /// worker spread over the space), or `forced:<seed>` (a random move,
+    /// split, merge, share or unshare every round).
     #[arg(long, default_value = "swarm")]
     pub policy: String,
     /// How SWARM decides to rebalance: `threshold:<tau>` (when the busiest
@@ -210,10 +211,16 @@ fn parse_grid(text: &str, bounds: Rect) -> Result<Grid, Error> {
 }
 
 fn parse_policy(text: &str, decision: DecisionSpec) -> Result<PolicySpec, Error> {
-    if text == "swarm" {
-        Ok(PolicySpec::Swarm(decision))
-    } else {
-        text.parse()
+    match text.split_once(':') {
+        None if text == "swarm" => Ok(PolicySpec::Swarm(decision)),
+        Some(("swarm", k)) => match k.parse::<usize>() {
+            Ok(k) if k >= 1 => Ok(PolicySpec::SwarmFrom(decision, k)),
+            _ => Err(Error::invalid(
+                "--policy",
+                format!("swarm:`{k}`: partitions per worker to start from must be an integer ≥ 1"),
+            )),
+        },
+        _ => text.parse(),
     }
 }
 

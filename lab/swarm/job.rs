@@ -85,8 +85,11 @@ pub enum PolicySpec {
     StaticBlocks(usize),
     /// `swarm`: SWARM's load balancing, deciding by the given rule.
     Swarm(DecisionSpec),
-    /// `forced:<seed>`: a random move, split or merge every round, to test
-    /// migrations.
+    /// `swarm:<k>`: SWARM starting from the plan of `static:<k>` (k blocks
+    /// per worker) instead of one partition per worker.
+    SwarmFrom(DecisionSpec, usize),
+    /// `forced:<seed>`: a random move, split, merge, share or unshare every
+    /// round, to test migrations.
     Forced(u64),
 }
 
@@ -94,15 +97,16 @@ impl PolicySpec {
     fn build(&self) -> Policy {
         match *self {
             PolicySpec::Static | PolicySpec::StaticBlocks(_) => Policy::Static,
-            PolicySpec::Swarm(DecisionSpec::Paper) => Policy::paper(),
-            PolicySpec::Swarm(DecisionSpec::Threshold(tau)) => Policy::threshold(tau),
+            PolicySpec::Swarm(DecisionSpec::Paper) | PolicySpec::SwarmFrom(DecisionSpec::Paper, _) => Policy::paper(),
+            PolicySpec::Swarm(DecisionSpec::Threshold(tau))
+            | PolicySpec::SwarmFrom(DecisionSpec::Threshold(tau), _) => Policy::threshold(tau),
             PolicySpec::Forced(seed) => Policy::forced(seed),
         }
     }
 
     fn initial(&self) -> InitialPlan {
         match *self {
-            PolicySpec::StaticBlocks(k) => InitialPlan::Blocks(k),
+            PolicySpec::StaticBlocks(k) | PolicySpec::SwarmFrom(_, k) => InitialPlan::Blocks(k),
             _ => InitialPlan::OnePerWorker,
         }
     }
@@ -110,8 +114,8 @@ impl PolicySpec {
 
 impl FromStr for PolicySpec {
     type Err = Error;
-    /// `static`, `static:<k>` or `forced:<seed>`; `swarm` needs its decision
-    /// rule, so it is built by the caller.
+    /// `static`, `static:<k>` or `forced:<seed>`; `swarm` and `swarm:<k>`
+    /// need their decision rule, so they are built by the caller.
     fn from_str(text: &str) -> Result<Self, Error> {
         match text.split_once(':') {
             None if text == "static" => Ok(PolicySpec::Static),
@@ -128,7 +132,7 @@ impl FromStr for PolicySpec {
                 .map_err(|_| Error::invalid("--policy", format!("forced seed `{seed}` is not an integer"))),
             _ => Err(Error::invalid(
                 "--policy",
-                format!("`{text}`: expected swarm, static, static:<k> or forced:<seed>"),
+                format!("`{text}`: expected swarm, swarm:<k>, static, static:<k> or forced:<seed>"),
             )),
         }
     }
@@ -140,6 +144,7 @@ impl fmt::Display for PolicySpec {
             PolicySpec::Static => f.write_str("static"),
             PolicySpec::StaticBlocks(k) => write!(f, "static:{k}"),
             PolicySpec::Swarm(_) => f.write_str("swarm"),
+            PolicySpec::SwarmFrom(_, k) => write!(f, "swarm:{k}"),
             PolicySpec::Forced(seed) => write!(f, "forced:{seed}"),
         }
     }
@@ -387,7 +392,7 @@ impl<P: Clone + 'static, Q: Clone + 'static> SpatialJob<P, Q> {
     fn check_memory(&self, workers: usize) -> Result<(), Error> {
         let per_cell = match self.policy {
             PolicySpec::Static | PolicySpec::StaticBlocks(_) => STATIC_BYTES_PER_CELL,
-            PolicySpec::Swarm(_) | PolicySpec::Forced(_) => CHANGING_BYTES_PER_CELL,
+            PolicySpec::Swarm(_) | PolicySpec::SwarmFrom(..) | PolicySpec::Forced(_) => CHANGING_BYTES_PER_CELL,
         };
         let cells = self.grid.cell_count() as u64;
         check_fits(
@@ -568,7 +573,7 @@ fn assemble<P, Q>(job: &SpatialJob<P, Q>, processes: usize, figures: Vec<WorkerF
     SpatialReport {
         policy: job.policy.to_string(),
         decision: match job.policy {
-            PolicySpec::Swarm(decision) => decision.to_string(),
+            PolicySpec::Swarm(decision) | PolicySpec::SwarmFrom(decision, _) => decision.to_string(),
             _ => "none".into(),
         },
         workers: figures.len(),

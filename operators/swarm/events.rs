@@ -31,8 +31,8 @@ pub enum SwarmEvent {
         /// Num(C(m)) and R(m) of each worker, by worker index.
         loads: Vec<WorkerLoad>,
     },
-    /// The plan changed: a partition moved, split or two merged (the
-    /// partitions and the workers are in the change).
+    /// The plan changed: a partition moved, split, was shared or unshared,
+    /// or two merged (the partitions and the workers are in the change).
     Change {
         /// The epoch from which the new plan holds.
         effective: u64,

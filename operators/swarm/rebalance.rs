@@ -69,6 +69,18 @@ pub enum Reduction {
         /// |C_H − C_L| before and after.
         gap: (f64, f64),
     },
+    /// Nothing narrows the gap this round, but one partition's cost is
+    /// concentrated: cut it here, part by part, toward its costliest cells,
+    /// until the costly part could move (it costs at most half the gap) or
+    /// be shared (it is one cell), as a later round then does. Every part
+    /// stays here.
+    Isolate {
+        /// The partition to cut.
+        id: PartitionId,
+        /// The lines, each through the costlier part the one before left,
+        /// with whether that is the second part.
+        cuts: Vec<(SplitLine, bool)>,
+    },
     /// Nothing this worker can do narrows the gap enough.
     None {
         /// Why.
@@ -110,8 +122,9 @@ pub fn plan_reduction(model: &dyn CostModel, request: &ReductionRequest, partiti
     }
 
     // 2. A split of the costliest partition that has more than one cell.
+    let splittable = costed.iter().find(|(_, p)| p.rect.area() > 1 && p.holders == 1);
     let mut split_gap = None;
-    if let Some(&(whole, target)) = costed.iter().find(|(_, p)| p.rect.area() > 1 && p.holders == 1) {
+    if let Some(&(whole, target)) = splittable {
         let (after, line, move_second) = best_split_line(target, cost, high - whole, low);
         if accept(after) {
             return Reduction::Split {
@@ -136,9 +149,19 @@ pub fn plan_reduction(model: &dyn CostModel, request: &ReductionRequest, partiti
             (after, p.id)
         })
         .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    match shared {
-        Some((after, id)) if accept(after) => Reduction::Share { id, gap: (gap, after) },
-        _ => Reduction::None {
+    if let Some((after, id)) = shared.filter(|&(after, _)| accept(after)) {
+        return Reduction::Share { id, gap: (gap, after) };
+    }
+
+    // 4. Under a wide gap (small ones are left to the margin), cut the
+    //    costliest partition toward its costly cells.
+    let isolation = splittable
+        .filter(|_| gap > ISOLATE_GAP * high)
+        .map(|(_, target)| (target.id, isolating_cuts(target, cost, (high - low) / 2.0)))
+        .filter(|(_, cuts)| !cuts.is_empty());
+    match isolation {
+        Some((id, cuts)) => Reduction::Isolate { id, cuts },
+        None => Reduction::None {
             reason: match split_gap {
                 Some((id, after)) => format!(
                     "no subset or sharing narrows the gap {gap:.3}, and the best split of partition {id} leaves {after:.3}"
@@ -147,6 +170,52 @@ pub fn plan_reduction(model: &dyn CostModel, request: &ReductionRequest, partiti
             },
         },
     }
+}
+
+/// How wide a gap, as a share of the busiest worker's cost, makes a worker
+/// cut a partition toward its costly cells when nothing narrows the gap.
+const ISOLATE_GAP: f64 = 0.25;
+
+/// The cuts of [`Reduction::Isolate`]: each at the line (on either axis)
+/// whose costlier part costs least, through the costlier part of the one
+/// before, until that part costs at most `room` or is one cell. The parts'
+/// figures come from the statistics of points and checks (the queries'
+/// are recounted when the cuts are made).
+fn isolating_cuts(target: &Candidate<'_>, cost: impl Fn(Totals) -> f64, room: f64) -> Vec<(SplitLine, bool)> {
+    let (mut rect, mut stats) = (target.rect, target.stats.clone());
+    let mut cuts = Vec::new();
+    while rect.area() > 1 && cost(stats.totals()) > room {
+        let mut best: Option<(f64, SplitLine, bool)> = None;
+        for axis in [Axis::Rows, Axis::Columns] {
+            let lines = match axis {
+                Axis::Rows => rect.rows(),
+                Axis::Columns => rect.cols(),
+            };
+            if lines < 2 {
+                continue;
+            }
+            // The first part's cost grows with the line, the second's shrinks.
+            let (after, _) = best_line(lines - 1, |after| {
+                let (first, second) = stats.split_totals(axis, after);
+                cost(first) - cost(second)
+            });
+            let (first, second) = stats.split_totals(axis, after);
+            let (hot, in_second) = if cost(second) > cost(first) {
+                (cost(second), true)
+            } else {
+                (cost(first), false)
+            };
+            if best.is_none_or(|(b, _, _)| hot < b) {
+                best = Some((hot, SplitLine { axis, after }, in_second));
+            }
+        }
+        let (_, line, in_second) = best.expect("a partition of several cells has a line");
+        let (first, second) = line.parts(&rect).expect("a chosen line lies inside");
+        stats = stats.split_part(line.axis, line.after, in_second, &[]);
+        rect = if in_second { second } else { first };
+        cuts.push((line, in_second));
+    }
+    cuts
 }
 
 /// The best line through `target` and which part moves: the least

@@ -344,6 +344,21 @@ impl<S: PartitionState> Store<S> {
                 }]
             }
             Reduction::Share { id, .. } => vec![PlanChange::Share { id, with: low_worker }],
+            Reduction::Isolate { id, cuts } => {
+                let mut changes = Vec::new();
+                let mut cut = id;
+                for (line, in_second) in cuts {
+                    let (first, second) = (self.mint.mint(), self.mint.mint());
+                    changes.push(PlanChange::Split {
+                        id: cut,
+                        line,
+                        first: (first, self.me),
+                        second: (second, self.me),
+                    });
+                    cut = if in_second { second } else { first };
+                }
+                changes
+            }
             Reduction::None { .. } => Vec::new(),
         }
     }
