@@ -213,8 +213,11 @@ fn a_period_of_zero_runs_as_one_millisecond() {
         ..Run::new(2, 5_000.0, 0.3)
     };
     for seen in run.go(Auto::default) {
-        assert!(seen.arrived > 0);
-        assert_eq!((seen.dropped, seen.processed), (0, seen.arrived));
+        // Its books add up: every record is dropped or processed (none
+        // needs dropping at 0.3 of capacity on an idle machine, but a
+        // machine busy enough to delay 1 ms periods may make the loop shed).
+        assert!(seen.arrived > 0 && seen.processed > 0);
+        assert_eq!(seen.dropped + seen.processed, seen.arrived);
     }
 }
 

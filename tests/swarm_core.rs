@@ -463,12 +463,13 @@ proptest! {
                 prop_assert!(close(before, gap) && close(after, actual) && actual <= gap, "{} vs {}", actual, gap);
                 prop_assert_eq!(p.holders, 1, "a shared partition split");
             }
-            Reduction::Share { id, gap: (before, after) } => {
+            Reduction::Share { id, handed, gap: (before, after) } => {
+                // Part of a one-cell partition's points goes to the partner; some stay.
                 let p = &candidates[id as usize];
-                let (c, k) = (cost(p.stats.totals()), p.holders as f64);
-                let actual = ((high - c / (k + 1.0)) - (low + c * k / (k + 1.0))).abs();
+                let moved = handed * cost(p.stats.totals());
+                let actual = ((high - moved) - (low + moved)).abs();
                 prop_assert!(close(before, gap) && close(after, actual) && actual <= gap, "{} vs {}", actual, gap);
-                prop_assert!(p.rect.area() == 1 && !p.low_holds, "{:?}", p);
+                prop_assert!(p.rect.area() == 1 && handed > 0.0 && handed < 1.0, "{:?} {}", p, handed);
             }
             Reduction::Isolate { id, cuts } => {
                 // Only under a wide gap, through a partition of several cells, each cut inside the part before.

@@ -81,12 +81,11 @@ pub struct Refused {
 struct Router {
     history: PlanHistory,
     active: HashMap<u64, Rect>,
-    /// Points dealt so far to each shared partition, which picks the next
-    /// holder: each sender deals a shared partition's points round the
-    /// holders in turn (from its own index, so that senders of a few points
-    /// each do not all start with the owner), so every holder gets an even
-    /// share of them and each point goes to exactly one.
-    dealt: HashMap<PartitionId, usize>,
+    /// Each sender deals a shared partition's points among its holders in
+    /// proportion to their weights, by smooth weighted round robin (each
+    /// point to exactly one holder; over any run of points each holder's
+    /// count is within one of its weight's share): the holders' credits.
+    dealt: HashMap<PartitionId, Vec<i64>>,
     me: usize,
 }
 
@@ -122,12 +121,13 @@ impl Router {
                         .expect("points are finite by construction");
                     let (partition, mut holder, shared) = plan.at_shared(cell);
                     if shared {
-                        let replicas = plan.replicas(partition);
-                        let turn = self.dealt.entry(partition).or_insert(self.me);
-                        let pick = *turn % (replicas.len() + 1);
-                        *turn = turn.wrapping_add(1);
+                        let pick = deal(
+                            self.dealt.entry(partition).or_default(),
+                            plan.weights(partition),
+                            self.me,
+                        );
                         if pick > 0 {
-                            holder = replicas[pick - 1];
+                            holder = plan.replicas(partition)[pick - 1];
                         }
                     }
                     give((holder, partition, Dispatched::Point(point)));
@@ -158,6 +158,29 @@ impl Router {
             }
         }
     }
+}
+
+/// The holder (by position) of the next point of a partition whose holders
+/// weigh `weights`, by smooth weighted round robin over `credits` (every
+/// holder gains its weight, the one with the most credit takes the point and
+/// pays the total). Credits start staggered by the sender `me`, so that
+/// senders of a few points each do not all start with the same holder.
+fn deal(credits: &mut Vec<i64>, weights: &[u32], me: usize) -> usize {
+    let total: i64 = weights.iter().map(|&w| i64::from(w)).sum();
+    if credits.len() != weights.len() {
+        let holders = weights.len();
+        *credits = (0..holders)
+            .map(|i| ((me + i) % holders) as i64 * total / holders as i64)
+            .collect();
+    }
+    for (credit, &weight) in credits.iter_mut().zip(weights) {
+        *credit += i64::from(weight);
+    }
+    let pick = (0..credits.len())
+        .max_by_key(|&i| (credits[i], std::cmp::Reverse(i)))
+        .expect("a shared partition has holders");
+    credits[pick] -= total;
+    pick
 }
 
 /// Builds the routers over `records`, with the plan starting from `initial`
@@ -241,4 +264,36 @@ pub(crate) fn dispatch<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>
         }
     });
     routed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::deal;
+
+    #[test]
+    fn points_are_dealt_in_proportion_to_the_weights() {
+        for (weights, me) in [
+            (vec![3u32, 1], 0),
+            (vec![5, 3, 2], 1),
+            (vec![1, 1, 1, 1], 3),
+            (vec![7], 2),
+        ] {
+            let total: u32 = weights.iter().sum();
+            let mut credits = Vec::new();
+            let mut dealt = vec![0u32; weights.len()];
+            for n in 1..=10 * total {
+                dealt[deal(&mut credits, &weights, me)] += 1;
+                // Every prefix is within two of its proportional share.
+                for (count, &weight) in dealt.iter().zip(&weights) {
+                    let share = f64::from(n) * f64::from(weight) / f64::from(total);
+                    assert!(
+                        (f64::from(*count) - share).abs() < 2.0,
+                        "{weights:?}: {dealt:?} after {n}"
+                    );
+                }
+            }
+            let exact: Vec<u32> = weights.iter().map(|w| 10 * w).collect();
+            assert_eq!(dealt, exact, "{weights:?}");
+        }
+    }
 }

@@ -20,16 +20,31 @@ pub fn random_change(rng: &mut impl Rng, index: &GlobalIndex, workers: usize, mi
     let id = ids[rng.random_range(0..ids.len())];
     let info = *index.info(id).expect("listed partition");
     let shared = !index.replicas(id).is_empty();
-    let other = |rng: &mut dyn rand::RngCore| {
-        let to = (info.owner + rng.random_range(1..workers)) % workers;
-        index.holders(id).all(|holder| holder != to).then_some(to)
-    };
     match rng.random_range(0..5) {
-        0 if workers > 1 => other(rng).map(|to| PlanChange::Move { id, to }),
-        3 if workers > 1 => other(rng).map(|with| PlanChange::Share { id, with }),
+        0 if workers > 1 => {
+            let to = (info.owner + rng.random_range(1..workers)) % workers;
+            index
+                .holders(id)
+                .all(|holder| holder != to)
+                .then_some(PlanChange::Move { id, to })
+        }
+        // A random holder gives part of its weight to another worker (a
+        // new holder, or one already).
+        3 if workers > 1 => {
+            let holders: Vec<usize> = index.holders(id).collect();
+            let from = holders[rng.random_range(0..holders.len())];
+            let given = index.weight_of(id, from);
+            let with = (from + rng.random_range(1..workers)) % workers;
+            (given > 1).then(|| PlanChange::Share {
+                id,
+                with,
+                from,
+                weight: rng.random_range(1..given),
+            })
+        }
         0 | 3 => None,
         4 => {
-            let shared: Vec<_> = index.shared().keys().copied().collect();
+            let shared: Vec<_> = index.shared().collect();
             let id = *shared.get(rng.random_range(0..shared.len().max(1)))?;
             let holders: Vec<usize> = index.holders(id).collect();
             Some(PlanChange::Unshare {

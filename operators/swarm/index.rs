@@ -88,23 +88,42 @@ pub enum PlanChange {
         /// Id of the union.
         into: PartitionId,
     },
-    /// Share partition `id` with worker `with` too: `with` gets a copy of its
-    /// queries, and its points are dealt among all its holders (balance
-    /// below the cell: a hot cell's points spread over several workers).
+    /// Worker `from`, a holder of partition `id`, hands `weight` of its
+    /// weight to worker `with`, which becomes a holder if it was not one
+    /// (it then gets a copy of the partition's queries). A partition's
+    /// points are dealt among its holders in proportion to their weights
+    /// ([`SHARE_WEIGHT`] in all): balance below the cell, as a hot cell's
+    /// points spread over several workers.
     Share {
         /// The partition (not split nor merged while shared).
         id: PartitionId,
-        /// The worker that holds it from now on too.
+        /// The worker that gets the weight.
         with: usize,
+        /// The holder that gives it.
+        from: usize,
+        /// How much: more than 0 and less than `from`'s weight.
+        weight: u32,
     },
     /// Worker `from` stops holding shared partition `id`: its copy joins
-    /// the owner's (the next holder becomes the owner if `from` owned it).
+    /// the owner's and so does its weight (the next holder becomes the
+    /// owner if `from` owned it).
     Unshare {
         /// The shared partition.
         id: PartitionId,
         /// The holder that leaves.
         from: usize,
     },
+}
+
+/// The weight of a whole partition, dealt among its holders.
+pub const SHARE_WEIGHT: u32 = 1 << 20;
+
+/// The holders of a shared partition besides its owner, and every holder's
+/// weight (the owner's first).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Shares {
+    replicas: Vec<usize>,
+    weights: Vec<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -140,8 +159,8 @@ pub struct GlobalIndex {
     cells: Vec<Slot>,
     partitions: BTreeMap<PartitionId, PartitionInfo>,
     // The holders besides the owner of each shared partition, in the order
-    // they joined.
-    replicas: BTreeMap<PartitionId, Vec<usize>>,
+    // they joined, and their weights.
+    shares: BTreeMap<PartitionId, Shares>,
 }
 
 impl GlobalIndex {
@@ -276,13 +295,13 @@ impl GlobalIndex {
             ],
             grid,
             partitions: BTreeMap::new(),
-            replicas: BTreeMap::new(),
+            shares: BTreeMap::new(),
         }
     }
 
     fn insert(&mut self, id: PartitionId, info: PartitionInfo) {
         let columns = self.grid.columns() as usize;
-        let shared = self.replicas.contains_key(&id);
+        let shared = self.shares.contains_key(&id);
         for row in info.rect.row0..=info.rect.row1 {
             let start = row as usize * columns;
             self.cells[start + info.rect.col0 as usize..=start + info.rect.col1 as usize].fill(Slot {
@@ -327,7 +346,22 @@ impl GlobalIndex {
     /// The workers that hold a shared partition besides its owner, in the
     /// order they joined (empty for a partition that is not shared).
     pub fn replicas(&self, id: PartitionId) -> &[usize] {
-        self.replicas.get(&id).map_or(&[], Vec::as_slice)
+        self.shares.get(&id).map_or(&[], |shares| shares.replicas.as_slice())
+    }
+
+    /// The weights of the holders of partition `id`, in [`holders`](Self::holders)'
+    /// order: [`SHARE_WEIGHT`] in all.
+    pub fn weights(&self, id: PartitionId) -> &[u32] {
+        const WHOLE: &[u32] = &[SHARE_WEIGHT];
+        self.shares.get(&id).map_or(WHOLE, |shares| shares.weights.as_slice())
+    }
+
+    /// The weight `worker` holds of partition `id` (0 if it holds none).
+    pub fn weight_of(&self, id: PartitionId, worker: usize) -> u32 {
+        self.holders(id)
+            .zip(self.weights(id))
+            .find(|(holder, _)| *holder == worker)
+            .map_or(0, |(_, &weight)| weight)
     }
 
     /// Every worker that holds partition `id`: its owner, then its replicas
@@ -340,9 +374,9 @@ impl GlobalIndex {
             .chain(self.replicas(id).iter().copied())
     }
 
-    /// The shared partitions and their replicas.
-    pub fn shared(&self) -> &BTreeMap<PartitionId, Vec<usize>> {
-        &self.replicas
+    /// The shared partitions, by id.
+    pub fn shared(&self) -> impl Iterator<Item = PartitionId> + '_ {
+        self.shares.keys().copied()
     }
 
     /// The partition and owner of a point. O(1).
@@ -421,7 +455,7 @@ impl GlobalIndex {
             }
         };
         let unshared = |id: &PartitionId| {
-            if self.replicas.contains_key(id) {
+            if self.shares.contains_key(id) {
                 Err(bad(format!("partition {id} is shared: unshare it first")))
             } else {
                 Ok(())
@@ -435,32 +469,60 @@ impl GlobalIndex {
                 }
                 self.insert(id, PartitionInfo { owner: to, ..info });
             }
-            PlanChange::Share { id, with } => {
+            PlanChange::Share { id, with, from, weight } => {
                 let info = known(&id)?;
-                if self.holders(id).any(|holder| holder == with) {
-                    return Err(bad(format!("worker {with} holds partition {id} already")));
+                let given = self.weight_of(id, from);
+                if given == 0 || with == from || weight == 0 || weight >= given {
+                    return Err(bad(format!(
+                        "worker {from} (weight {given} of partition {id}) cannot give {weight} of it to worker {with}"
+                    )));
                 }
-                self.replicas.entry(id).or_default().push(with);
+                let holders: Vec<usize> = self.holders(id).collect();
+                let shares = self.shares.entry(id).or_insert_with(|| Shares {
+                    replicas: Vec::new(),
+                    weights: vec![SHARE_WEIGHT],
+                });
+                let taker = match holders.iter().position(|&holder| holder == with) {
+                    Some(position) => position,
+                    None => {
+                        shares.replicas.push(with);
+                        shares.weights.push(0);
+                        holders.len()
+                    }
+                };
+                let giver = holders
+                    .iter()
+                    .position(|&holder| holder == from)
+                    .expect("weighed above");
+                shares.weights[giver] -= weight;
+                shares.weights[taker] += weight;
                 self.insert(id, info);
             }
             PlanChange::Unshare { id, from } => {
                 let info = known(&id)?;
-                let replicas = self
-                    .replicas
+                let shares = self
+                    .shares
                     .get_mut(&id)
                     .ok_or_else(|| bad(format!("partition {id} is not shared")))?;
                 let owner = if from == info.owner {
-                    replicas.remove(0)
+                    // The next holder owns it, with the owner's weight too.
+                    let next = shares.replicas.remove(0);
+                    let weight = shares.weights.remove(0);
+                    shares.weights[0] += weight;
+                    next
                 } else {
-                    let position = replicas
+                    let position = shares
+                        .replicas
                         .iter()
                         .position(|&holder| holder == from)
                         .ok_or_else(|| bad(format!("worker {from} does not hold partition {id}")))?;
-                    replicas.remove(position);
+                    shares.replicas.remove(position);
+                    let weight = shares.weights.remove(position + 1);
+                    shares.weights[0] += weight;
                     info.owner
                 };
-                if replicas.is_empty() {
-                    self.replicas.remove(&id);
+                if shares.replicas.is_empty() {
+                    self.shares.remove(&id);
                 }
                 self.insert(id, PartitionInfo { owner, ..info });
             }
@@ -533,7 +595,7 @@ impl GlobalIndex {
                 for col in info.rect.col0..=info.rect.col1 {
                     let slot = self.cells[self.grid.index(Cell { row, col })];
                     let (at, owner) = (slot.id, slot.owner as usize);
-                    let shared = self.replicas.contains_key(&id);
+                    let shared = self.shares.contains_key(&id);
                     if at != id || owner != info.owner || slot.rect != info.rect || slot.shared != shared {
                         return Err(format!(
                             "cell ({row}, {col}) of partition {id} points to {at} (owner {owner})"
@@ -542,13 +604,23 @@ impl GlobalIndex {
                 }
             }
         }
-        for (id, replicas) in &self.replicas {
+        for (id, shares) in &self.shares {
             let holders: Vec<usize> = self.holders(*id).collect();
             let mut distinct = holders.clone();
             distinct.sort_unstable();
             distinct.dedup();
-            if replicas.is_empty() || !self.partitions.contains_key(id) || distinct.len() != holders.len() {
-                return Err(format!("shared partition {id} has holders {holders:?}"));
+            let weights = &shares.weights;
+            let whole = weights.iter().map(|&w| u64::from(w)).sum::<u64>() == u64::from(SHARE_WEIGHT);
+            if shares.replicas.is_empty()
+                || !self.partitions.contains_key(id)
+                || distinct.len() != holders.len()
+                || weights.len() != holders.len()
+                || weights.contains(&0)
+                || !whole
+            {
+                return Err(format!(
+                    "shared partition {id} has holders {holders:?} weighing {weights:?}"
+                ));
             }
         }
         if covered != self.grid.cell_count() as u64 {
@@ -621,7 +693,7 @@ mod tests {
     }
 
     #[test]
-    fn sharing_adds_holders_and_unsharing_hands_the_partition_on() {
+    fn sharing_moves_weight_between_holders_and_unsharing_hands_it_back() {
         let (mut index, _) = GlobalIndex::initial(grid(4, 4), 2).unwrap();
         let (id, owner) = index.at(Cell { row: 0, col: 0 });
         let other = 1 - owner;
@@ -630,13 +702,28 @@ mod tests {
             assert!(index.apply(&change).is_err(), "{change:?}");
             assert_eq!(*index, before, "a refused change changes nothing");
         };
-        refused(&mut index, PlanChange::Share { id, with: owner });
+        let share = |with, from, weight| PlanChange::Share { id, with, from, weight };
+        assert_eq!(index.weights(id), &[SHARE_WEIGHT]);
+        // The giver must hold more than it gives, to someone else.
+        refused(&mut index, share(owner, owner, 1));
+        refused(&mut index, share(other, owner, SHARE_WEIGHT));
+        refused(&mut index, share(other, owner, 0));
+        refused(&mut index, share(owner, other, 1));
         refused(&mut index, PlanChange::Unshare { id, from: owner });
-        index.apply(&PlanChange::Share { id, with: other }).unwrap();
+        index.apply(&share(other, owner, SHARE_WEIGHT / 4)).unwrap();
         index.check_covering().unwrap();
         assert_eq!(index.holders(id).collect::<Vec<_>>(), vec![owner, other]);
+        assert_eq!(index.weights(id), &[SHARE_WEIGHT / 4 * 3, SHARE_WEIGHT / 4]);
         assert!(index.at_shared(Cell { row: 0, col: 0 }).2);
-        // A shared partition is neither split, merged, moved to a holder nor shared twice.
+        // Between holders the weight shifts; a third holder joins.
+        index.apply(&share(owner, other, SHARE_WEIGHT / 8)).unwrap();
+        index.apply(&share(2, owner, SHARE_WEIGHT / 2)).unwrap();
+        assert_eq!(
+            index.weights(id),
+            &[SHARE_WEIGHT * 3 / 8, SHARE_WEIGHT / 8, SHARE_WEIGHT / 2]
+        );
+        index.check_covering().unwrap();
+        // A shared partition is neither split, merged nor moved to a holder.
         let line = SplitLine {
             axis: Axis::Rows,
             after: 0,
@@ -651,14 +738,14 @@ mod tests {
             },
         );
         refused(&mut index, PlanChange::Move { id, to: other });
-        refused(&mut index, PlanChange::Share { id, with: other });
-        index.apply(&PlanChange::Share { id, with: 2 }).unwrap();
-        // The owner leaving makes the next holder the owner.
+        // The owner leaving makes the next holder the owner, with its weight.
         index.apply(&PlanChange::Unshare { id, from: owner }).unwrap();
         assert_eq!(index.holders(id).collect::<Vec<_>>(), vec![other, 2]);
+        assert_eq!(index.weights(id), &[SHARE_WEIGHT / 2, SHARE_WEIGHT / 2]);
         index.apply(&PlanChange::Unshare { id, from: 2 }).unwrap();
         assert_eq!(index.holders(id).collect::<Vec<_>>(), vec![other]);
-        assert!(index.shared().is_empty() && !index.at_shared(Cell { row: 0, col: 0 }).2);
+        assert_eq!(index.weights(id), &[SHARE_WEIGHT]);
+        assert!(index.shared().next().is_none() && !index.at_shared(Cell { row: 0, col: 0 }).2);
         index.check_covering().unwrap();
         refused(&mut index, PlanChange::Unshare { id, from: other });
     }

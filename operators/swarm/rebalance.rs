@@ -24,7 +24,8 @@ pub struct Candidate<'a> {
     /// How many workers hold it: 1, or more for a shared partition (which
     /// is neither moved nor split, only shared further).
     pub holders: usize,
-    /// Whether the least loaded worker is one of its holders already.
+    /// Whether the least loaded worker is one of its holders already (it
+    /// then takes a share without a new copy of the queries).
     pub low_holds: bool,
 }
 
@@ -61,11 +62,14 @@ pub enum Reduction {
         /// |C_H − C_L| before and after.
         gap: (f64, f64),
     },
-    /// Share the one-cell partition `id` with the least loaded worker too,
-    /// so that its points are dealt among one more holder.
+    /// Hand part of this worker's weight in the one-cell partition `id` to
+    /// the least loaded worker (a new holder of it, or one already), so
+    /// that its points are dealt to that worker in that proportion.
     Share {
         /// The partition to share.
         id: PartitionId,
+        /// The share of this worker's weight handed over (less than 1).
+        handed: f64,
         /// |C_H − C_L| before and after.
         gap: (f64, f64),
     },
@@ -137,20 +141,25 @@ pub fn plan_reduction(model: &dyn CostModel, request: &ReductionRequest, partiti
         split_gap = Some((target.id, after));
     }
 
-    // 3. One more holder for the one-cell partition that narrows the gap
-    //    most: this holder's share `c` of k shares becomes c·k/(k+1), the
-    //    rest goes to the least loaded worker.
+    // 3. Hand the least loaded worker the part of a one-cell partition's
+    //    points that closes the gap (half of it), keeping some: the one
+    //    that narrows the gap most, one the partner holds already first
+    //    (no new copy of its queries).
     let shared = costed
         .iter()
-        .filter(|(c, p)| p.rect.area() == 1 && *c > 0.0 && !p.low_holds)
+        .filter(|(c, p)| p.rect.area() == 1 && *c > 0.0)
         .map(|&(c, p)| {
-            let k = p.holders as f64;
-            let after = ((high - c / (k + 1.0)) - (low + c * k / (k + 1.0))).abs();
-            (after, p.id)
+            let handed = ((high - low) / 2.0).clamp(0.0, MAX_HANDED * c);
+            let after = ((high - handed) - (low + handed)).abs();
+            (after, !p.low_holds, p.id, handed / c)
         })
-        .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    if let Some((after, id)) = shared.filter(|&(after, _)| accept(after)) {
-        return Reduction::Share { id, gap: (gap, after) };
+        .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    if let Some((after, _, id, handed)) = shared.filter(|&(after, ..)| accept(after)) {
+        return Reduction::Share {
+            id,
+            handed,
+            gap: (gap, after),
+        };
     }
 
     // 4. Under a wide gap (small ones are left to the margin), cut the
@@ -171,6 +180,10 @@ pub fn plan_reduction(model: &dyn CostModel, request: &ReductionRequest, partiti
         },
     }
 }
+
+/// The most of its share of a cell a worker hands over at once: it keeps
+/// some, so that a share never empties a holder.
+const MAX_HANDED: f64 = 0.9;
 
 /// How wide a gap, as a share of the busiest worker's cost, makes a worker
 /// cut a partition toward its costly cells when nothing narrows the gap.

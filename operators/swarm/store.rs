@@ -282,21 +282,24 @@ impl<S: PartitionState> Store<S> {
         })
     }
 
-    /// One holder fewer for each shared partition this worker owns whose
-    /// points that many fewer holders would still take at under half of
-    /// `mean`, the mean work per worker (the cell cooled down): the holder
-    /// that joined last leaves. Partitions whose holders changed after
-    /// round `settled` are left alone (their statistics are a guess).
+    /// One holder fewer for each shared partition this worker owns that has
+    /// cooled down: the holder of the least weight leaves when the owner,
+    /// taking its weight, would still carry under half of `mean` (the mean
+    /// work per worker) for the partition. Partitions whose holders changed
+    /// after round `settled` are left alone (their statistics are a guess).
     pub(crate) fn plan_unshares(&self, model: &dyn CostModel, mean: f64, settled: u64) -> Vec<PlanChange> {
         let mut changes: Vec<PlanChange> = self
             .partitions
             .iter()
             .filter(|(&id, p)| p.born <= settled && self.index.info(id).is_some_and(|info| info.owner == self.me))
             .filter_map(|(&id, p)| {
-                let &from = self.index.replicas(id).last()?;
-                let holders = self.index.holders(id).count() as f64;
+                let (&least, &from) = self.index.weights(id)[1..]
+                    .iter()
+                    .zip(self.index.replicas(id))
+                    .min_by_key(|(&weight, &holder)| (weight, holder))?;
+                let mine = f64::from(self.index.weight_of(id, self.me).max(1));
                 let share = model.work(&smoothed(p.stats.totals()));
-                (share * holders / (holders - 1.0) < 0.5 * mean).then_some(PlanChange::Unshare { id, from })
+                (share * (mine + f64::from(least)) / mine < 0.5 * mean).then_some(PlanChange::Unshare { id, from })
             })
             .collect();
         changes.sort_by_key(|change| change.touched());
@@ -343,7 +346,16 @@ impl<S: PartitionState> Store<S> {
                     second: (second, second_owner),
                 }]
             }
-            Reduction::Share { id, .. } => vec![PlanChange::Share { id, with: low_worker }],
+            Reduction::Share { id, handed, .. } => {
+                let mine = self.index.weight_of(id, self.me);
+                let weight = ((f64::from(mine) * handed).round() as u32).clamp(1, mine.saturating_sub(1).max(1));
+                vec![PlanChange::Share {
+                    id,
+                    with: low_worker,
+                    from: self.me,
+                    weight,
+                }]
+            }
             Reduction::Isolate { id, cuts } => {
                 let mut changes = Vec::new();
                 let mut cut = id;
@@ -382,7 +394,9 @@ impl<S: PartitionState> Store<S> {
                     second,
                 } => self.split(id, line, [first.0, second.0], round)?,
                 PlanChange::Merge { first, second, into } => self.merge([first, second], into, round)?,
-                PlanChange::Share { id, with } => packets.extend(self.share(id, with, round)),
+                PlanChange::Share { id, with, from, weight } => {
+                    packets.extend(self.share(id, (from, with), weight, round))
+                }
                 PlanChange::Unshare { id, from } => {
                     let returned = self.unshare(id, from, round);
                     self.index.apply(change)?;
@@ -399,22 +413,26 @@ impl<S: PartitionState> Store<S> {
         Ok(packets)
     }
 
-    /// Shares partition `id` with worker `with`: every holder expects a
-    /// smaller share of its points, and the owner sends the new holder a
-    /// copy of its state.
-    fn share(&mut self, id: PartitionId, with: usize, round: u64) -> Option<(usize, PartitionPacket<S>)> {
-        let holders = self.index.holders(id).count() as f64;
+    /// Worker `from` hands `weight` of partition `id` to worker `with`:
+    /// each of the two expects its new share of the points, and if `with`
+    /// is a new holder the owner sends it a copy of its state.
+    fn share(
+        &mut self,
+        id: PartitionId,
+        (from, with): (usize, usize),
+        weight: u32,
+        round: u64,
+    ) -> Option<(usize, PartitionPacket<S>)> {
+        let me = self.me;
+        let (given, taken) = (self.index.weight_of(id, from), self.index.weight_of(id, with));
+        let mine = self.index.weight_of(id, me);
         let owner = self.index.info(id).map(|info| info.owner);
         let partition = self.partitions.get_mut(&id)?;
-        partition.stats.scale_points(holders / (holders + 1.0));
-        partition.born = round;
-        (owner == Some(self.me)).then(|| {
-            let copy = Partition::new(
-                partition.rect,
-                partition.stats.clone(),
-                partition.state.replica(),
-                round,
-            );
+        // The copy first, from the owner's statistics as they are.
+        let copy = (taken == 0 && owner == Some(me)).then(|| {
+            let mut stats = partition.stats.clone();
+            stats.scale_points(f64::from(weight) / f64::from(mine.max(1)));
+            let copy = Partition::new(partition.rect, stats, partition.state.replica(), round);
             (
                 with,
                 PartitionPacket {
@@ -423,11 +441,24 @@ impl<S: PartitionState> Store<S> {
                     kind: PacketKind::Shared,
                 },
             )
-        })
+        });
+        if me == from {
+            partition
+                .stats
+                .scale_points(f64::from(given - weight) / f64::from(given));
+            partition.born = round;
+        } else if me == with {
+            partition
+                .stats
+                .scale_points(f64::from(taken + weight) / f64::from(taken.max(1)));
+            partition.born = round;
+        }
+        copy
     }
 
-    /// Worker `from` leaves shared partition `id`: the others expect a
-    /// larger share of its points; `from` itself takes its copy out, to go
+    /// Worker `from` leaves shared partition `id`: the holder that gets its
+    /// weight (the owner, or the next holder if `from` owned it) expects a
+    /// larger share of the points; `from` itself takes its copy out, to go
     /// to the owner.
     fn unshare(&mut self, id: PartitionId, from: usize, round: u64) -> Option<PartitionPacket<S>> {
         if from == self.me {
@@ -438,9 +469,20 @@ impl<S: PartitionState> Store<S> {
                 kind: PacketKind::Returned,
             });
         }
-        let holders = self.index.holders(id).count() as f64;
+        let owner = self.index.info(id)?.owner;
+        let heir = if from == owner {
+            *self.index.replicas(id).first()?
+        } else {
+            owner
+        };
+        if heir != self.me {
+            return None;
+        }
+        let (left, kept) = (self.index.weight_of(id, from), self.index.weight_of(id, heir));
         let partition = self.partitions.get_mut(&id)?;
-        partition.stats.scale_points(holders / (holders - 1.0).max(1.0));
+        partition
+            .stats
+            .scale_points(f64::from(kept + left) / f64::from(kept.max(1)));
         partition.born = round;
         None
     }
