@@ -245,7 +245,7 @@ pub struct SpatialReport {
     pub rebalanced_rounds: u64,
     /// What migrated.
     pub migrations: Migrations,
-    /// Partitions at the end.
+    /// Partitions held at the end (a shared partition once per holder).
     pub partitions_final: u64,
     /// Epoch completion latency over every worker's epochs.
     pub latency_ms: LatencySummary,

@@ -2,6 +2,7 @@
 //! worker sends per round, decide, ask for reductions, and conclude the
 //! round's plan update.
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use rand::rngs::SmallRng;
@@ -110,6 +111,34 @@ pub struct Orders {
     /// The epochs from which non-empty updates held (when state moved):
     /// the most recent [`CHANGES_KEPT`] of them.
     pub changed_at: Vec<u64>,
+}
+
+/// The partitions an update's changes touched so far, and whether only
+/// shares did. The workers carry out an update's changes on what they hold
+/// at the round's end, so a partition whose copy a change sends on its way
+/// cannot be moved, split, merged or given back by a later change of the
+/// same update; shares of one partition by several holders combine.
+#[derive(Default)]
+struct Touched(HashMap<PartitionId, bool>);
+
+impl Touched {
+    /// Whether `change` may follow the changes added so far.
+    fn admits(&self, change: &PlanChange) -> bool {
+        let share = matches!(change, PlanChange::Share { .. });
+        change
+            .touched()
+            .iter()
+            .all(|id| self.0.get(id).is_none_or(|&only_shares| share && only_shares))
+    }
+
+    /// Adds `change` (true, to chain in a filter).
+    fn add(&mut self, change: &PlanChange) -> bool {
+        let share = matches!(change, PlanChange::Share { .. });
+        for id in change.touched() {
+            *self.0.entry(id).or_insert(share) &= share;
+        }
+        true
+    }
 }
 
 /// The coordinator (on worker 0).
@@ -243,11 +272,13 @@ impl Coordinator {
     }
 
     /// Concludes the round that ended at epoch `time`: every pair's
-    /// proposal (each moves only the asking worker's partitions, to its own
-    /// partner), or the forced change, plus the
+    /// proposal (each changes only partitions the asking worker holds,
+    /// toward its own partner), or the forced change, plus the
     /// workers' changes to their own partitions that touch none of its
     /// partitions (and that still own them: a worker reports from a plan
-    /// that may lag the coordinator's).
+    /// that may lag the coordinator's). No change touches a partition an
+    /// earlier one in the update touched, but shares after shares (see
+    /// [`Touched`]).
     pub(crate) fn conclude(&mut self, time: u64, mut proposals: Vec<(usize, Vec<PlanChange>)>) -> PlanUpdate {
         proposals.sort_by_key(|(rank, _)| *rank);
         let mut changes: Vec<PlanChange> = match self.forced.take() {
@@ -257,18 +288,19 @@ impl Coordinator {
         let busy: Vec<PartitionId> = changes.iter().flat_map(PlanChange::touched).collect();
         // Keep only what applies, in order, to the coordinator's plan; the
         // workers apply the same list to theirs.
-        changes.retain(|change| self.index.apply(change).is_ok());
+        let mut touched = Touched::default();
+        changes.retain(|change| touched.admits(change) && self.index.apply(change).is_ok() && touched.add(change));
         if !changes.is_empty() {
             self.orders.rebalanced += 1;
         }
         // Then each worker's changes to its own partitions, in order (a part
         // of a split may be split again), if it still owns them.
         for (worker, change) in std::mem::take(&mut self.pending_local) {
-            let touched = change.touched();
-            let owned = touched
+            let owned = change
+                .touched()
                 .iter()
                 .all(|id| !busy.contains(id) && self.index.info(*id).is_some_and(|info| info.owner == worker));
-            if owned && self.index.apply(&change).is_ok() {
+            if owned && touched.admits(&change) && self.index.apply(&change).is_ok() && touched.add(&change) {
                 changes.push(change);
             }
         }
@@ -299,5 +331,36 @@ impl Coordinator {
             changes,
             mean_work: self.mean_work,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_update_touches_a_partition_once_but_for_shares_after_shares() {
+        let share = |with| PlanChange::Share {
+            id: 1,
+            with,
+            from: 0,
+            weight: 1,
+        };
+        let mut touched = Touched::default();
+        assert!(touched.admits(&share(2)) && touched.add(&share(2)));
+        // Two holders' shares of one partition combine.
+        assert!(touched.admits(&share(3)) && touched.add(&share(3)));
+        // A copy on its way cannot be given back, moved or split.
+        assert!(!touched.admits(&PlanChange::Unshare { id: 1, from: 2 }));
+        assert!(!touched.admits(&PlanChange::Move { id: 1, to: 4 }));
+        assert!(touched.admits(&PlanChange::Move { id: 5, to: 4 }) && touched.add(&PlanChange::Move { id: 5, to: 4 }));
+        // Nor is a partition moved this update shared.
+        let moved = PlanChange::Share {
+            id: 5,
+            with: 6,
+            from: 4,
+            weight: 1,
+        };
+        assert!(!touched.admits(&moved));
     }
 }

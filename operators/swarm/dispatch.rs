@@ -1,8 +1,9 @@
 //! The dispatcher: holds each epoch's records until the plan for it is final,
 //! then tags them with their partitions under that plan (a point with its
 //! one partition, a query or removal with every partition it overlaps, by
-//! Algorithm 1) and its partition's owner under that plan, which an
-//! exchange by owner then delivers. (A pact may not change the number of
+//! Algorithm 1) and the worker that holds the partition under that plan
+//! (its owner; for a shared partition, one holder for a point and every
+//! holder for a query), which an exchange by that worker then delivers. (A pact may not change the number of
 //! records, as timely's progress tracking counts them at both ends, so the
 //! copies of a query are made here.)
 //!
@@ -46,7 +47,7 @@ pub(crate) enum Dispatched<P, Q> {
     },
 }
 
-/// A routed record of application `S`, with its partition's owner and the partition.
+/// A routed record of application `S`, with the worker holding its partition and the partition.
 pub(crate) type DispatchedTo<S> = (
     usize,
     PartitionId,
@@ -84,8 +85,8 @@ struct Router {
     /// Each sender deals a shared partition's points among its holders in
     /// proportion to their weights, by smooth weighted round robin (each
     /// point to exactly one holder; over any run of points each holder's
-    /// count is within one of its weight's share): the holders' credits.
-    dealt: HashMap<PartitionId, Vec<i64>>,
+    /// count is within two of its weight's share): the holders' credits.
+    dealt: HashMap<PartitionId, Credits>,
     me: usize,
 }
 
@@ -101,7 +102,7 @@ impl Router {
     }
 
     /// Routes the records of epoch `time` (registrations first) under its
-    /// plan, handing each copy to `give` with its partition and owner;
+    /// plan, handing each copy to `give` with its partition and holder;
     /// counts what it refuses in `refused`.
     fn route_epoch<P: Clone, Q: Clone>(
         &mut self,
@@ -121,11 +122,8 @@ impl Router {
                         .expect("points are finite by construction");
                     let (partition, mut holder, shared) = plan.at_shared(cell);
                     if shared {
-                        let pick = deal(
-                            self.dealt.entry(partition).or_default(),
-                            plan.weights(partition),
-                            self.me,
-                        );
+                        let credits = self.dealt.entry(partition).or_default();
+                        let pick = credits.deal(plan.weights(partition), self.me);
                         if pick > 0 {
                             holder = plan.replicas(partition)[pick - 1];
                         }
@@ -160,27 +158,40 @@ impl Router {
     }
 }
 
-/// The holder (by position) of the next point of a partition whose holders
-/// weigh `weights`, by smooth weighted round robin over `credits` (every
-/// holder gains its weight, the one with the most credit takes the point and
-/// pays the total). Credits start staggered by the sender `me`, so that
-/// senders of a few points each do not all start with the same holder.
-fn deal(credits: &mut Vec<i64>, weights: &[u32], me: usize) -> usize {
-    let total: i64 = weights.iter().map(|&w| i64::from(w)).sum();
-    if credits.len() != weights.len() {
-        let holders = weights.len();
-        *credits = (0..holders)
-            .map(|i| ((me + i) % holders) as i64 * total / holders as i64)
-            .collect();
+/// A sender's credits for dealing one shared partition's points, for the
+/// weights they were earned under.
+#[derive(Debug, Default)]
+struct Credits {
+    weights: Vec<u32>,
+    credits: Vec<i64>,
+}
+
+impl Credits {
+    /// The holder (by position) of the next point of a partition whose
+    /// holders weigh `weights`, by smooth weighted round robin (every holder
+    /// gains its weight, the one with the most credit takes the point and
+    /// pays the total). Credits start over when the weights change, staggered
+    /// by the sender `me`, so that senders of a few points each do not all
+    /// start with the same holder.
+    fn deal(&mut self, weights: &[u32], me: usize) -> usize {
+        let total: i64 = weights.iter().map(|&w| i64::from(w)).sum();
+        if self.weights != weights {
+            let holders = weights.len();
+            self.weights = weights.to_vec();
+            self.credits = (0..holders)
+                .map(|i| ((me + i) % holders) as i64 * total / holders as i64)
+                .collect();
+        }
+        for (credit, &weight) in self.credits.iter_mut().zip(weights) {
+            *credit += i64::from(weight);
+        }
+        let credits = &mut self.credits;
+        let pick = (0..credits.len())
+            .max_by_key(|&i| (credits[i], std::cmp::Reverse(i)))
+            .expect("a shared partition has holders");
+        credits[pick] -= total;
+        pick
     }
-    for (credit, &weight) in credits.iter_mut().zip(weights) {
-        *credit += i64::from(weight);
-    }
-    let pick = (0..credits.len())
-        .max_by_key(|&i| (credits[i], std::cmp::Reverse(i)))
-        .expect("a shared partition has holders");
-    credits[pick] -= total;
-    pick
 }
 
 /// Builds the routers over `records`, with the plan starting from `initial`
@@ -268,7 +279,7 @@ pub(crate) fn dispatch<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>
 
 #[cfg(test)]
 mod tests {
-    use super::deal;
+    use super::Credits;
 
     #[test]
     fn points_are_dealt_in_proportion_to_the_weights() {
@@ -279,10 +290,10 @@ mod tests {
             (vec![7], 2),
         ] {
             let total: u32 = weights.iter().sum();
-            let mut credits = Vec::new();
+            let mut credits = Credits::default();
             let mut dealt = vec![0u32; weights.len()];
             for n in 1..=10 * total {
-                dealt[deal(&mut credits, &weights, me)] += 1;
+                dealt[credits.deal(&weights, me)] += 1;
                 // Every prefix is within two of its proportional share.
                 for (count, &weight) in dealt.iter().zip(&weights) {
                     let share = f64::from(n) * f64::from(weight) / f64::from(total);

@@ -10,8 +10,9 @@ use super::merge::plan_merges;
 /// A random valid change to `index`: a move of a random partition to
 /// another worker, chosen at random, a split of it at a random line (new ids from
 /// `mint`, one part to a random worker), a merge its owner can
-/// make, sharing it with one more worker, or a holder of a shared
-/// partition leaving it. `None` when the drawn change is impossible (a
+/// make, a holder handing part of its weight in it to another worker
+/// (a new holder or one already), or a holder of a shared partition
+/// leaving it. `None` when the drawn change is impossible (a
 /// move or share with one worker, a one-cell-wide or shared split, no
 /// mergeable pair, nothing shared).
 #[doc(hidden)]

@@ -5,8 +5,9 @@
 //! `docs/swarm.md`):
 //! - the **dispatcher** holds the records of epoch `t` until the plan for `t`
 //!   is final, then tags each with its partitions;
-//! - an exchange by owner delivers each tagged record to its partition's
-//!   owner under the plan valid at `t`;
+//! - an exchange by holder delivers each tagged record to the worker the
+//!   dispatcher chose: its partition's owner under the plan valid at `t`,
+//!   or a holder of a shared partition;
 //! - the **executor** processes epoch `t` once its data, plan and state
 //!   inputs have all passed `t` (arrived partitions, then registrations,
 //!   removals, points), emitting the points' results at `t`. Every `round`
@@ -401,7 +402,7 @@ fn execute<'scope, S: PartitionState, M: CostModel + 'static>(
     StreamVec<'scope, u64, Packet<S>>,
 ) {
     let mut builder = OperatorBuilder::new("SwarmExecutor".to_owned(), routed.scope());
-    let mut data_in = builder.new_input(routed, Exchange::new(|(owner, _, _): &DispatchedTo<S>| *owner as u64));
+    let mut data_in = builder.new_input(routed, Exchange::new(|(holder, _, _): &DispatchedTo<S>| *holder as u64));
     let mut plan_in = builder.new_input(plan, Pipeline);
     let mut state_in = builder.new_input(state, Exchange::new(|(to, _): &(usize, PartitionPacket<S>)| *to as u64));
     // The results first: the data stash's capabilities are for output 0.

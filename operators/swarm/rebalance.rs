@@ -22,7 +22,7 @@ pub struct Candidate<'a> {
     /// Its statistics (this holder's, for a shared partition).
     pub stats: &'a PartitionStats,
     /// How many workers hold it: 1, or more for a shared partition (which
-    /// is neither moved nor split, only shared further).
+    /// the reduction neither moves nor splits, only shares further).
     pub holders: usize,
     /// Whether the least loaded worker is one of its holders already (it
     /// then takes a share without a new copy of the queries).

@@ -31,7 +31,8 @@ pub(crate) struct Partition<S> {
     pub stats: PartitionStats,
     /// Its application state.
     pub state: S,
-    /// The round its cells last changed (a split or merge made it).
+    /// The round it last changed: a split or merge made it, or its holders
+    /// or their weights changed.
     pub born: u64,
 }
 
@@ -134,8 +135,9 @@ impl<S: PartitionState> Store<S> {
         let me = self.me;
         let Store { index, partitions, .. } = self;
         let grid = index.grid();
-        // Routing by the plan valid at a record's time sends it only to the
-        // partition's owner at that time, which holds it.
+        // Routing by the plan valid at a record's time sends it only to a
+        // holder of the partition at that time (its owner, or one of a
+        // shared partition's), which holds it.
         let partition = partitions
             .get_mut(&id)
             .unwrap_or_else(|| panic!("worker {me} does not hold partition {id}"));
@@ -218,7 +220,7 @@ impl<S: PartitionState> Store<S> {
         let mut changes = Vec::new();
         for id in ids {
             let partition = &partitions[&id];
-            // A shared partition is one cell, and is not split while shared.
+            // A shared partition is not split while shared.
             if !index.replicas(id).is_empty() {
                 continue;
             }
@@ -395,7 +397,7 @@ impl<S: PartitionState> Store<S> {
                 } => self.split(id, line, [first.0, second.0], round)?,
                 PlanChange::Merge { first, second, into } => self.merge([first, second], into, round)?,
                 PlanChange::Share { id, with, from, weight } => {
-                    packets.extend(self.share(id, (from, with), weight, round))
+                    packets.extend(self.share(id, with, from, weight, round))
                 }
                 PlanChange::Unshare { id, from } => {
                     let returned = self.unshare(id, from, round);
@@ -415,11 +417,13 @@ impl<S: PartitionState> Store<S> {
 
     /// Worker `from` hands `weight` of partition `id` to worker `with`:
     /// each of the two expects its new share of the points, and if `with`
-    /// is a new holder the owner sends it a copy of its state.
+    /// is a new holder the owner sends it a copy of its state. Every holder
+    /// marks the partition changed (its holders are young).
     fn share(
         &mut self,
         id: PartitionId,
-        (from, with): (usize, usize),
+        with: usize,
+        from: usize,
         weight: u32,
         round: u64,
     ) -> Option<(usize, PartitionPacket<S>)> {
@@ -446,13 +450,12 @@ impl<S: PartitionState> Store<S> {
             partition
                 .stats
                 .scale_points(f64::from(given - weight) / f64::from(given));
-            partition.born = round;
         } else if me == with {
             partition
                 .stats
                 .scale_points(f64::from(taken + weight) / f64::from(taken.max(1)));
-            partition.born = round;
         }
+        partition.born = round;
         copy
     }
 
