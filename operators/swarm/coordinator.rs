@@ -51,8 +51,8 @@ pub enum Policy {
     Static,
     /// SWARM: a decision policy, then reductions from the workers.
     Adaptive(Box<dyn DecisionPolicy + Send>),
-    /// A random move, split, merge, share or unshare every round (tests the migrations),
-    /// drawn from this seed.
+    /// A random move, split, merge, share or unshare every round (tests the
+    /// migrations), drawn from this seed.
     Forced(u64),
 }
 

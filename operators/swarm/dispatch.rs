@@ -3,9 +3,10 @@
 //! one partition, a query or removal with every partition it overlaps, by
 //! Algorithm 1) and the worker that holds the partition under that plan
 //! (its owner; for a shared partition, one holder for a point and every
-//! holder for a query), which an exchange by that worker then delivers. (A pact may not change the number of
-//! records, as timely's progress tracking counts them at both ends, so the
-//! copies of a query are made here.)
+//! holder for a query), which an exchange by that worker then delivers.
+//! (A pact may not change the number of records, as timely's progress
+//! tracking counts them at both ends, so the copies of a query are made
+//! here.)
 //!
 //! Registrations and removals reach the dispatcher of their query's home worker
 //! (chosen by the query id), which remembers each active query's rectangle:

@@ -60,10 +60,7 @@ pub fn random_change(rng: &mut impl Rng, index: &GlobalIndex, workers: usize, mi
             } else {
                 Axis::Columns
             };
-            let lines = match axis {
-                Axis::Rows => info.rect.rows(),
-                Axis::Columns => info.rect.cols(),
-            };
+            let lines = axis.lines(&info.rect);
             if lines < 2 {
                 return None;
             }

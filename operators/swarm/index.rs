@@ -40,6 +40,17 @@ pub struct SplitLine {
     pub after: u32,
 }
 
+impl Axis {
+    /// How many lines `rect` has across which a line of this axis runs:
+    /// its rows, or its columns.
+    pub(crate) fn lines(self, rect: &CellRect) -> u32 {
+        match self {
+            Axis::Rows => rect.rows(),
+            Axis::Columns => rect.cols(),
+        }
+    }
+}
+
 impl SplitLine {
     /// The two parts of `rect`, or `None` if the line is not inside it.
     pub fn parts(&self, rect: &CellRect) -> Option<(CellRect, CellRect)> {

@@ -1,8 +1,10 @@
 //! Load reduction on the most loaded worker (Algorithm 3): move a subset of
 //! its partitions to the least loaded worker, else split one partition and
 //! move a part, else (ours, for a cell hotter than a worker can carry)
-//! share a one-cell partition with the least loaded worker, else report
-//! that no feasible reduction exists.
+//! hand the least loaded worker part of a one-cell partition's points,
+//! else, under a wide gap, cut the costliest partition toward its hot
+//! cells so that a later round can move or share them, else report that
+//! no feasible reduction exists.
 
 use serde::{Deserialize, Serialize};
 
@@ -200,10 +202,7 @@ fn isolating_cuts(target: &Candidate<'_>, cost: impl Fn(Totals) -> f64, room: f6
     while rect.area() > 1 && cost(stats.totals()) > room {
         let mut best: Option<(f64, SplitLine, bool)> = None;
         for axis in [Axis::Rows, Axis::Columns] {
-            let lines = match axis {
-                Axis::Rows => rect.rows(),
-                Axis::Columns => rect.cols(),
-            };
+            let lines = axis.lines(&rect);
             if lines < 2 {
                 continue;
             }
@@ -213,11 +212,8 @@ fn isolating_cuts(target: &Candidate<'_>, cost: impl Fn(Totals) -> f64, room: f6
                 cost(first) - cost(second)
             });
             let (first, second) = stats.split_totals(axis, after);
-            let (hot, in_second) = if cost(second) > cost(first) {
-                (cost(second), true)
-            } else {
-                (cost(first), false)
-            };
+            let (first, second) = (cost(first), cost(second));
+            let (hot, in_second) = if second > first { (second, true) } else { (first, false) };
             if best.is_none_or(|(b, _, _)| hot < b) {
                 best = Some((hot, SplitLine { axis, after }, in_second));
             }
@@ -242,10 +238,7 @@ fn best_split_line(
 ) -> (f64, SplitLine, bool) {
     let mut best: Option<(f64, SplitLine, bool)> = None;
     for axis in [Axis::Rows, Axis::Columns] {
-        let lines = match axis {
-            Axis::Rows => target.rect.rows(),
-            Axis::Columns => target.rect.cols(),
-        };
+        let lines = axis.lines(&target.rect);
         if lines < 2 {
             continue;
         }
