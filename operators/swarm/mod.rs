@@ -62,6 +62,7 @@ mod decision;
 mod dispatch;
 mod events;
 mod executor;
+mod filing;
 mod forced;
 mod geometry;
 mod granularity;
