@@ -61,8 +61,9 @@ impl Seen {
 pub(crate) enum Filing {
     /// Points met so far, and the box they lie in.
     Counting(u32, Seen),
-    /// Filed finer.
-    Filed(Fine),
+    /// Filed finer (boxed: most cells are not, and every cell of an
+    /// index holds a `Filing`).
+    Filed(Box<Fine>),
     /// Not worth filing while it holds about this many queries (most of
     /// them cover the cell, or the filing saved too little).
     Plain(usize),
@@ -116,7 +117,7 @@ impl Filing {
             seen.add(x, y);
             if *met >= FILE_AFTER {
                 match Fine::build(cell, positions, held, seen) {
-                    Some(fine) => *self = Filing::Filed(fine),
+                    Some(fine) => *self = Filing::Filed(Box::new(fine)),
                     None => {
                         *self = Filing::Plain(positions.len());
                         f(positions);
