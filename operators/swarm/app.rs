@@ -10,7 +10,7 @@ use timely::ExchangeData;
 
 use crate::common::hash::{splitmix64, FingerprintHasher};
 
-use super::filing::{Filing, Fine, FILE_AFTER};
+use super::filing::{Filing, Fine, FILE_AFTER, FINE_FROM};
 use super::geometry::{Cell, CellRect, Grid, OutOfBounds, Rect};
 use super::stats::QueryAge;
 
@@ -240,7 +240,8 @@ struct CellQueries {
 
 impl CellQueries {
     /// Keeps the cell's finer filing up to date with `change`, or starts
-    /// counting again when the cell's queries have outgrown its cuts.
+    /// counting again once the cell's queries have doubled or halved since
+    /// it was filed (or found not worth filing).
     fn refile(&mut self, change: impl FnOnce(&mut Fine)) {
         if !self.filing.suits(self.positions.len()) {
             self.filing = match self.filing {
@@ -300,9 +301,10 @@ pub struct Registered<Q> {
     /// partition).
     #[serde(skip)]
     by_cell: Option<CellIndex>,
-    /// Cells whose finer filing paid, filed again at once when the index
-    /// is rebuilt (after a move, split or merge); sent with the partition.
-    #[serde(default)]
+    /// Cells filed finer, on trial or well on their way to it when the
+    /// index was last dropped (a split or merge) or sent (a move), and
+    /// those whose filing passed its trial since: filed again after a few
+    /// points when the index is rebuilt.
     hot: BTreeSet<u64>,
 }
 
@@ -316,8 +318,9 @@ impl<Q> Default for Registered<Q> {
     }
 }
 
-/// Sent with its queries and its hot cells, the warm ones among them, so
-/// that the receiver files them without counting their points again.
+/// Sent with its queries and its hot cells, the warm cells of its index
+/// added, so that the receiver files them without counting their points
+/// again.
 impl<Q: Serialize + DeserializeOwned> Serialize for Registered<Q> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut hot = self.hot.clone();
@@ -332,10 +335,13 @@ impl<Q: Serialize + DeserializeOwned> Serialize for Registered<Q> {
 impl<Q> Registered<Q> {
     /// The cells filed finer or well on their way to it.
     fn warm(&self) -> impl Iterator<Item = u64> + '_ {
-        let warm = |here: &CellQueries| match here.filing {
-            Filing::Filed(_) => true,
-            Filing::Counting(met, _) => met >= FILE_AFTER / 2,
-            Filing::Plain(_) => false,
+        let warm = |here: &CellQueries| {
+            here.positions.len() >= FINE_FROM
+                && match here.filing {
+                    Filing::Filed(_) => true,
+                    Filing::Counting(met, _) => met >= FILE_AFTER / 2,
+                    Filing::Plain(_) => false,
+                }
         };
         self.by_cell
             .iter()
@@ -344,8 +350,18 @@ impl<Q> Registered<Q> {
             .map(|(&cell, _)| cell)
     }
 
-    /// Notes the warm cells in `hot`, before a split or merge drops the index.
+    /// Notes the warm cells in `hot`, before a split or merge drops the
+    /// index, and forgets the hot cells that have cooled (too few queries,
+    /// or found not worth filing), so that `hot` follows the load.
     fn note_hot(&mut self) {
+        let Some(index) = &self.by_cell else {
+            return;
+        };
+        self.hot.retain(|cell| {
+            index
+                .get(cell)
+                .is_some_and(|here| here.positions.len() >= FINE_FROM && !matches!(here.filing, Filing::Plain(_)))
+        });
         let warm: Vec<u64> = self.warm().collect();
         self.hot.extend(warm);
     }
@@ -392,9 +408,10 @@ impl<Q: Clone> Registered<Q> {
     }
 
     /// Calls `f` on the queries held that may hold the point (`x`, `y`),
-    /// which lies in `cell`: every query whose rectangle holds it, and
-    /// in a cell of many queries few others (those overlapping the point's
-    /// part of the cell, cut at the queries' own edges); how many.
+    /// which lies in `cell` (or was clamped into it): every query whose
+    /// rectangle holds it, and in a cell of many queries few others (those
+    /// overlapping the point's part of the cell, cut at the queries' own
+    /// edges); how many.
     #[inline]
     pub fn for_each_candidate(&mut self, cell: Cell, x: f64, y: f64, mut f: impl FnMut(&Query<Q>)) -> u64 {
         let Registered { queries, by_cell, hot } = self;
@@ -535,7 +552,7 @@ impl<Q: Clone> Registered<Q> {
 
     /// Bytes the queries take when moved.
     pub fn moved_bytes(&self) -> usize {
-        8 + self.queries.len() * std::mem::size_of::<Held<Q>>() + 8 * self.hot.len()
+        8 + self.queries.len() * std::mem::size_of::<Held<Q>>() + 8 * (self.hot.len() + self.warm().count())
     }
 }
 
@@ -799,5 +816,14 @@ mod tests {
             checks < 20,
             "{checks} checks 32 points after a split, a merge and a move"
         );
+        // Once the cell holds too few queries it is no longer hot after a split.
+        let cell = key(Cell { row: 2, col: 2 });
+        assert!(sent.queries.hot.contains(&cell));
+        for id in 1..40 {
+            sent.remove_query(id);
+        }
+        evaluate(&mut sent, 2.51, 2.52);
+        let (a, b) = sent.split(&first, &second);
+        assert!(!a.queries.hot.contains(&cell) && !b.queries.hot.contains(&cell));
     }
 }

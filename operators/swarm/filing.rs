@@ -64,8 +64,9 @@ pub(crate) enum Filing {
     /// Filed finer (boxed: most cells are not, and every cell of an
     /// index holds a `Filing`).
     Filed(Box<Fine>),
-    /// Not worth filing while it holds about this many queries (most of
-    /// them cover the cell, or the filing saved too little).
+    /// Not worth filing while it holds about this many queries (fewer than
+    /// [`FINE_FROM`] of them do not cover the cell, or the filing saved too
+    /// little on its trial).
     Plain(usize),
 }
 
@@ -97,14 +98,16 @@ impl Filing {
 
     /// Meets a point at (x, y) of `cell`, whose queries are at `positions`
     /// (`held(position)` says what they are): calls `f` on each list of
-    /// candidates, filing the cell when it has met enough points. When a
-    /// trial has just ended, whether the filing was kept.
+    /// candidates, filing the cell when it has met enough points. When the
+    /// cell has just been found worth filing for good (its trial passed)
+    /// or not (its trial failed, or too few of its queries are partial),
+    /// which.
     #[inline]
     pub(crate) fn meet<'a>(
         &mut self,
         cell: Cell,
         positions: &[u32],
-        held: impl Fn(u32) -> Filed<'a>,
+        held: impl Fn(u32) -> HeldRef<'a>,
         (x, y): (f64, f64),
         mut f: impl FnMut(&[u32]),
     ) -> Option<bool> {
@@ -157,7 +160,7 @@ impl Filing {
 /// cell. Any cuts file correctly, so queries added later are filed at the
 /// same cuts, until the cell's queries have doubled or halved and new cuts
 /// pay.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct Fine {
     /// x cuts, ascending: slab i holds `xs[i - 1] <= x < xs[i]`.
     xs: Vec<f64>,
@@ -175,16 +178,17 @@ pub(crate) struct Fine {
 }
 
 /// A query held, as filing sees it: its rectangle and the cells it overlaps.
-pub(crate) type Filed<'a> = (&'a Rect, &'a CellRect);
+pub(crate) type HeldRef<'a> = (&'a Rect, &'a CellRect);
 
 impl Fine {
     /// Files the queries at `positions` of `cell`; `held(position)` is a
-    /// query's rectangle and the cells it overlaps. `None` where most of
-    /// the queries cover the cell, as every point meets those anyway.
+    /// query's rectangle and the cells it overlaps. `None` where fewer than
+    /// [`FINE_FROM`] of them do not cover the cell: every point meets the
+    /// others anyway.
     pub(crate) fn build<'a>(
         cell: Cell,
         positions: &[u32],
-        held: impl Fn(u32) -> Filed<'a>,
+        held: impl Fn(u32) -> HeldRef<'a>,
         seen: &Seen,
     ) -> Option<Fine> {
         let (mut x_edges, mut y_edges, mut partial) = (Vec::new(), Vec::new(), 0);
