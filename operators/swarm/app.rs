@@ -323,11 +323,9 @@ impl<Q> Default for Registered<Q> {
 /// again.
 impl<Q: Serialize + DeserializeOwned> Serialize for Registered<Q> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut hot = self.hot.clone();
-        hot.extend(self.warm());
         let mut state = serializer.serialize_struct("Registered", 2)?;
         state.serialize_field("queries", &self.queries)?;
-        state.serialize_field("hot", &hot)?;
+        state.serialize_field("hot", &self.hot_to_send())?;
         state.end()
     }
 }
@@ -348,6 +346,13 @@ impl<Q> Registered<Q> {
             .flatten()
             .filter(move |(_, here)| warm(here))
             .map(|(&cell, _)| cell)
+    }
+
+    /// The hot cells and the warm ones, as a move sends them.
+    fn hot_to_send(&self) -> BTreeSet<u64> {
+        let mut hot = self.hot.clone();
+        hot.extend(self.warm());
+        hot
     }
 
     /// Notes the warm cells in `hot`, before a split or merge drops the
@@ -552,7 +557,7 @@ impl<Q: Clone> Registered<Q> {
 
     /// Bytes the queries take when moved.
     pub fn moved_bytes(&self) -> usize {
-        8 + self.queries.len() * std::mem::size_of::<Held<Q>>() + 8 * (self.hot.len() + self.warm().count())
+        8 + self.queries.len() * std::mem::size_of::<Held<Q>>() + 8 * self.hot_to_send().len()
     }
 }
 
@@ -745,14 +750,14 @@ mod tests {
                         let cell = grid().cell_of(x, y, OutOfBounds::Reject).unwrap();
                         let overlapping = held.iter().filter(|(_, r)| query_cells_of(&grid(), r).contains(cell)).count();
                         // Points all over the point's cell, so that a crowded one meets enough to be filed finer.
-                        for k in 0..crate::swarm::filing::FILE_AFTER / 4 {
+                        for k in 0..FILE_AFTER / 4 {
                             let spread = |v: f64, by: f64| v.floor() + (v.fract() + by * f64::from(k)).fract();
                             let (x, y) = if k == 0 { (x, y) } else { (spread(x, 0.37), spread(y, 0.61)) };
                             let mut want: Vec<u64> = held.iter().filter(|(_, r)| r.contains(x, y)).map(|(id, _)| *id).collect();
                             want.sort();
                             let (checks, got) = evaluate(&mut state, x, y);
                             prop_assert_eq!(got, want);
-                            if overlapping < crate::swarm::filing::FINE_FROM {
+                            if overlapping < FINE_FROM {
                                 prop_assert_eq!(checks, overlapping as u64);
                             } else {
                                 prop_assert!(checks <= overlapping as u64);
@@ -777,7 +782,7 @@ mod tests {
         add(&mut state, 99, Rect::new(1.0, 1.0, 4.0, 4.0).unwrap(), &all, 0);
         // Until the cell has met enough points it is not worth filing.
         let sweep = |i: u32| (2.0 + f64::from(i * 37 % 64) / 64.0, 2.0 + f64::from(i * 53 % 64) / 64.0);
-        for i in 1..crate::swarm::filing::FILE_AFTER {
+        for i in 1..FILE_AFTER {
             let (x, y) = sweep(i);
             assert_eq!(evaluate(&mut state, x, y).0, 41);
         }
@@ -794,7 +799,7 @@ mod tests {
         assert_eq!(matched, vec![99]);
         // Past its trial the cell is known to pay: split, merged and sent,
         // the state files it again at its first point.
-        for i in 0..crate::swarm::filing::FILE_AFTER {
+        for i in 0..FILE_AFTER {
             let (x, y) = sweep(i);
             evaluate(&mut state, x, y);
         }
