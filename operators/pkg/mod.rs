@@ -14,6 +14,8 @@ mod grouping;
 mod head_aware;
 mod head_index;
 mod head_shape;
+#[cfg(feature = "differential")]
+mod hot_keys;
 mod key;
 mod pact;
 mod partial_key;
@@ -21,6 +23,10 @@ mod potc;
 mod ranking;
 mod scheme;
 mod shuffle;
+#[cfg(feature = "differential")]
+mod skew_join;
+#[cfg(feature = "differential")]
+mod skew_route;
 mod space_saving;
 mod top_k;
 
@@ -32,6 +38,8 @@ pub use events::{PkgEvent, PkgEventBuilder, DEFAULT_LOG_PERIOD, LOG_NAME};
 pub use grouping::{Grouping, HeadKey, Router, SendCounts};
 pub use head_aware::{HeadAware, HeadAwareRouter, HeadSpread, DEFAULT_SAMPLING, DEFAULT_SKETCH};
 pub use head_shape::{head_choices, HeadShape};
+#[cfg(feature = "differential")]
+pub use hot_keys::Skew;
 pub use key::{Key, KeyRouter};
 pub use pact::{
     Grouped, GroupedPusher, HeadAwareGrouping, KeyGrouping, PartialKeyGrouping, PotcGrouping, SchemeGrouping,
@@ -42,6 +50,8 @@ pub use potc::{Potc, PotcRouter};
 pub use ranking::top_of;
 pub use scheme::{Scheme, SchemeRouter, SlackScheme};
 pub use shuffle::{Shuffle, ShuffleRouter};
+#[cfg(feature = "differential")]
+pub use skew_join::{Joined, SkewJoin};
 pub use space_saving::{Counter, SpaceSaving};
 pub use top_k::TopK;
 

@@ -1,0 +1,126 @@
+//! `skew_join` against differential's own `join`: random collections with
+//! insertions and retractions over several times, keys turning hot at
+//! different times, at 1 to 4 workers; the consolidated difference of the
+//! two outputs must be empty at every time.
+
+use std::sync::{Arc, Mutex};
+
+use differential_dataflow::input::InputSession;
+use equipoise::pkg::{Skew, SkewJoin};
+use proptest::prelude::*;
+
+/// Updates as (key, value, time, diff).
+type Updates = Vec<(u8, u16, u64, isize)>;
+
+/// Mismatched updates between `skew_join` and `join` (should be none), and
+/// how many updates `join` produced (so that the comparison is not vacuous).
+fn mismatches(workers: usize, left: Updates, right: Updates, skew: Skew) -> (usize, usize) {
+    let found = Arc::new(Mutex::new((0usize, 0usize)));
+    let found2 = Arc::clone(&found);
+    let (left, right) = (Arc::new(left), Arc::new(right));
+    timely::execute(timely::Config::process(workers), move |worker| {
+        let (index, peers) = (worker.index(), worker.peers());
+        let mut facts = InputSession::<u64, (u8, u16), isize>::new();
+        let mut table = InputSession::<u64, (u8, u16), isize>::new();
+        let (found, found2) = (Arc::clone(&found2), Arc::clone(&found2));
+        let probe = worker.dataflow::<u64, _, _>(|scope| {
+            let facts = facts.to_collection(scope);
+            let table = table.to_collection(scope);
+            let expected = facts
+                .clone()
+                .join(table.clone())
+                .inspect(move |_| found2.lock().unwrap().1 += 1);
+            let (probe, _) = facts
+                .skew_join_with(table, skew)
+                .negate()
+                .concat(expected)
+                .consolidate()
+                .inspect(move |update| {
+                    eprintln!("mismatch: {update:?}");
+                    found.lock().unwrap().0 += 1;
+                })
+                .probe();
+            probe
+        });
+        let last = left.iter().chain(right.iter()).map(|u| u.2).max().unwrap_or(0);
+        for time in 0..=last {
+            facts.advance_to(time);
+            table.advance_to(time);
+            for (input, updates) in [(&mut facts, &left), (&mut table, &right)] {
+                for (position, &(key, value, at, diff)) in updates.iter().enumerate() {
+                    if at == time && position % peers == index {
+                        input.update((key, value), diff);
+                    }
+                }
+            }
+            facts.advance_to(time + 1);
+            table.advance_to(time + 1);
+            facts.flush();
+            table.flush();
+            // Step a little between times, so that hot keys are decided
+            // while later times are still open.
+            worker.step_while(|| probe.less_than(facts.time()) && index == 0 && time % 2 == 0);
+        }
+        facts.close();
+        table.close();
+        while !probe.done() {
+            worker.step();
+        }
+    })
+    .expect("timely runs");
+    let found = *found.lock().unwrap();
+    found
+}
+
+/// A fact stream whose hot key changes from time to time (`hot[t]` at time
+/// t), with some facts retracted later, and a table with retractions too.
+fn skewed(hot: &[u8], per_time: usize, retract_every: usize) -> (Updates, Updates) {
+    let mut left = Vec::new();
+    for (time, &hot) in hot.iter().enumerate() {
+        for i in 0..per_time {
+            let key = if i % 3 == 0 { (i % 7) as u8 } else { hot };
+            let value = (time * per_time + i) as u16;
+            left.push((key, value, time as u64, 1));
+            if i % retract_every == 0 {
+                left.push((key, value, time as u64 + 1 + (i % 3) as u64, -1));
+            }
+        }
+    }
+    let mut right = Vec::new();
+    for key in 0..8u8 {
+        right.push((key, u16::from(key), 0, 1));
+        right.push((key, 100 + u16::from(key), 1, 1));
+        right.push((key, 100 + u16::from(key), 3, -1));
+    }
+    (left, right)
+}
+
+#[test]
+fn a_hot_key_split_over_workers_joins_as_join_does() {
+    let (left, right) = skewed(&[0, 0, 1, 1, 2, 0], 300, 4);
+    let skew = Skew::default().with_min_updates(1).unwrap();
+    for workers in 1..=4 {
+        let (mismatched, produced) = mismatches(workers, left.clone(), right.clone(), skew);
+        assert_eq!(mismatched, 0, "{workers} workers");
+        assert!(produced > 1000, "{produced}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    #[test]
+    fn random_collections_join_as_join_does(
+        workers in 1usize..=4,
+        hot in prop::collection::vec(0u8..4, 1..6),
+        per_time in 1usize..120,
+        retract_every in 1usize..5,
+        extra_right in prop::collection::vec((0u8..8, 0u16..4, 0u64..6, prop_oneof![Just(1isize), Just(-1), Just(2)]), 0..30),
+        hot_share in prop_oneof![Just(0.05f64), Just(0.5), Just(1.0)],
+    ) {
+        let (left, mut right) = skewed(&hot, per_time, retract_every);
+        right.extend(extra_right);
+        let skew = Skew::default().with_min_updates(1).unwrap().with_hot_share(hot_share).unwrap();
+        let (mismatched, _) = mismatches(workers, left, right, skew);
+        prop_assert_eq!(mismatched, 0);
+    }
+}
