@@ -38,7 +38,7 @@ pub struct Skew {
 impl Default for Skew {
     fn default() -> Self {
         Skew {
-            hot_share: 0.5,
+            hot_share: 0.25,
             min_updates: 64,
             max_hot: 4096,
         }
@@ -47,7 +47,8 @@ impl Default for Skew {
 
 impl Skew {
     /// A key is hot once it carries this share of a worker's mean load, in
-    /// (0, 1] (default 0.5: a key with half a worker's work is split).
+    /// (0, 1] (default 0.25: a key with a quarter of a worker's work is
+    /// split, so that each part is under a quarter too).
     pub fn with_hot_share(self, hot_share: f64) -> Result<Self, Error> {
         if !(hot_share > 0.0 && hot_share <= 1.0) {
             return Err(Error::invalid(
@@ -201,7 +202,7 @@ mod tests {
 
     #[test]
     fn a_key_over_the_hot_share_is_split_so_that_each_part_is_under_it() {
-        let mut hot = HotKeys::new(8, Skew::default());
+        let mut hot = HotKeys::new(8, Skew::default().with_hot_share(0.5).unwrap());
         // 8 000 updates at one time over 8 workers: the mean is 1 000, the hot share 500.
         let changes = hot.end_time([("a", 2_400), ("b", 400), ("c", 600)], 8_000);
         let mut changes = changes;

@@ -24,6 +24,8 @@ mod ranking;
 mod scheme;
 mod shuffle;
 #[cfg(feature = "differential")]
+mod skew_events;
+#[cfg(feature = "differential")]
 mod skew_join;
 #[cfg(feature = "differential")]
 mod skew_route;
@@ -50,6 +52,8 @@ pub use potc::{Potc, PotcRouter};
 pub use ranking::top_of;
 pub use scheme::{Scheme, SchemeRouter, SlackScheme};
 pub use shuffle::{Shuffle, ShuffleRouter};
+#[cfg(feature = "differential")]
+pub use skew_events::{SkewEvent, SkewEventBuilder, SKEW_LOG_NAME};
 #[cfg(feature = "differential")]
 pub use skew_join::{Joined, SkewJoin};
 pub use space_saving::{Counter, SpaceSaving};

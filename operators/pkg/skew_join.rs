@@ -95,9 +95,10 @@ where
         let peers = self.inner.scope().peers() as u64;
         let hot = hot_keys(self.inner.clone(), skew, |(key, _): &(K, V)| key);
         // This side: each update to its key's worker, or a hot key's to one of its workers.
+        let (held, pact) = route(self.inner, hot.clone());
         let mine = arrange_core::<_, _, ValBatcher<K, V, T, R>, ValSpine<K, V, T, R>>(
-            route(self.inner, hot.clone()),
-            Pipeline,
+            held,
+            pact,
             "SkewJoinArrange",
             ValBatcher::new,
         );

@@ -1,0 +1,38 @@
+//! What the skew-proof differential operators decide, as timely log
+//! events: a program registers a logger under [`SKEW_LOG_NAME`] with
+//! `worker.log_register()` before building its dataflow. The deciding
+//! worker logs each key it finds hot ([`SkewEvent::Hot`]); every worker
+//! logs, per time, how many of its updates it sent to each worker
+//! ([`SkewEvent::Routed`]). Nobody listening costs a branch per time.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use timely::container::CapacityContainerBuilder;
+
+/// The name the skew-proof operators log under.
+pub const SKEW_LOG_NAME: &str = "equipoise/skew";
+
+/// The container builder of the skew-proof operators' log: `(time since
+/// the worker's logging began, event)` pairs, as timely's own loggers have.
+pub type SkewEventBuilder = CapacityContainerBuilder<Vec<(Duration, SkewEvent)>>;
+
+/// What one worker of a skew-proof operator decided.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum SkewEvent {
+    /// A key turned hot, or was split wider.
+    Hot {
+        /// The key's hash, as differential's exchange routes it.
+        key: u64,
+        /// The workers its updates go to from now on; the first is the
+        /// one its updates went to while cold.
+        workers: Vec<usize>,
+    },
+    /// The updates of one time this worker sent on.
+    Routed {
+        /// The sending worker.
+        worker: usize,
+        /// Updates sent to each worker, by worker index.
+        sent: Vec<u64>,
+    },
+}
