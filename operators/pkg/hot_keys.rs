@@ -8,7 +8,6 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 
-use crate::common::hash::splitmix64;
 use crate::common::Error;
 
 /// How a skew-proof operator finds hot keys and splits them.
@@ -38,7 +37,7 @@ pub struct Skew {
 impl Default for Skew {
     fn default() -> Self {
         Skew {
-            hot_share: 0.25,
+            hot_share: 0.1,
             min_updates: 64,
             max_hot: 4096,
         }
@@ -90,8 +89,8 @@ pub(crate) struct HotKeys<K> {
     counts: HashMap<K, f64>,
     /// Decayed count of all updates.
     total: f64,
-    /// Each hot key's parts.
-    hot: HashMap<K, usize>,
+    /// Each hot key's workers.
+    hot: HashMap<K, Vec<usize>>,
 }
 
 impl<K: Hash + Eq + Clone> HotKeys<K> {
@@ -106,9 +105,15 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
     }
 
     /// Ends a time whose updates numbered `total`, of which `counts` were
-    /// counted per reported key: the keys newly hot or split wider, with
-    /// their parts.
-    pub(crate) fn end_time(&mut self, counts: impl IntoIterator<Item = (K, u64)>, total: u64) -> Vec<(K, usize)> {
+    /// counted per reported key (`owner` names the worker a cold key's
+    /// updates go to): the keys newly hot or split wider, each with all the
+    /// workers it goes to from now on (those it had first).
+    pub(crate) fn end_time(
+        &mut self,
+        counts: impl IntoIterator<Item = (K, u64)>,
+        total: u64,
+        owner: impl Fn(&K) -> usize,
+    ) -> Vec<(K, Vec<usize>)> {
         self.total = self.total / 2.0 + total as f64;
         self.counts.retain(|_, count| {
             *count /= 2.0;
@@ -124,63 +129,66 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
         }
         // Each part at most the hot share of a worker's mean load.
         let part = self.skew.hot_share * self.total / self.peers as f64;
-        let mut changes = Vec::new();
+        let mut wanted: Vec<(K, usize)> = Vec::new();
         for key in seen {
             let count = self.counts[&key];
             if count < part || count < self.skew.min_updates as f64 {
                 continue;
             }
-            let wanted = ((count / part).ceil() as usize).clamp(2, self.peers);
-            let room = self.hot.len() < self.skew.max_hot;
-            match self.hot.get_mut(&key) {
+            let parts = ((count / part).ceil() as usize).clamp(2, self.peers);
+            match self.hot.get(&key) {
                 // Widened only on doubling: each widening moves some of the
                 // key's records to new workers.
-                Some(parts) if wanted >= 2 * *parts || (wanted == self.peers && *parts < wanted) => {
-                    *parts = wanted;
-                    changes.push((key, wanted));
+                Some(workers) if parts >= 2 * workers.len() || (parts == self.peers && workers.len() < parts) => {
+                    wanted.push((key, parts))
                 }
                 Some(_) => {}
-                None if room => {
-                    self.hot.insert(key.clone(), wanted);
-                    changes.push((key, wanted));
-                }
+                None if self.hot.len() + wanted.len() < self.skew.max_hot => wanted.push((key, parts)),
                 None => {}
             }
         }
+        if wanted.is_empty() {
+            return Vec::new();
+        }
+        // The heaviest first, each part to the least loaded worker.
+        let mut load = self.loads(&owner);
+        wanted.sort_by(|(a, _), (b, _)| self.counts[b].total_cmp(&self.counts[a]));
+        let mut changes = Vec::new();
+        for (key, parts) in wanted {
+            let count = self.counts[&key];
+            let mut workers = self.hot.remove(&key).unwrap_or_default();
+            // The key's load leaves where it is now, and is dealt anew.
+            match workers.len() {
+                0 => load[owner(&key)] -= count,
+                held => workers.iter().for_each(|&w| load[w] -= count / held as f64),
+            }
+            let mut others: Vec<usize> = (0..self.peers).filter(|w| !workers.contains(w)).collect();
+            others.sort_by(|&a, &b| load[a].total_cmp(&load[b]));
+            workers.extend(others.into_iter().take(parts - workers.len()));
+            workers.iter().for_each(|&w| load[w] += count / parts as f64);
+            self.hot.insert(key.clone(), workers.clone());
+            changes.push((key, workers));
+        }
         changes
     }
-}
 
-/// The workers a hot key of hash `hash` is split over when in `parts`
-/// parts: first the one the key's hash gives (where its cold updates go,
-/// as timely's exchange routes them), then distinct workers drawn from the
-/// hash. The workers of fewer parts are a prefix of those of more, so that
-/// a key split wider keeps its workers.
-pub(crate) fn candidates(hash: u64, parts: usize, peers: usize) -> Vec<usize> {
-    let parts = parts.min(peers);
-    let mut workers = vec![(hash % peers as u64) as usize];
-    let mut draw = hash;
-    // Drawing repeats workers as the set fills; past a few tries per
-    // worker the rest are taken in order.
-    for _ in 0..4 * peers {
-        if workers.len() == parts {
-            return workers;
+    /// Each worker's load as the decayed counts tell it: the hot keys dealt
+    /// evenly over their workers, the reported cold keys on their owners,
+    /// the rest evenly.
+    fn loads(&self, owner: impl Fn(&K) -> usize) -> Vec<f64> {
+        let mut load = vec![0.0; self.peers];
+        let mut counted = 0.0;
+        for (key, &count) in &self.counts {
+            counted += count;
+            match self.hot.get(key) {
+                Some(workers) => workers.iter().for_each(|&w| load[w] += count / workers.len() as f64),
+                None => load[owner(key)] += count,
+            }
         }
-        draw = splitmix64(draw);
-        let worker = (draw % peers as u64) as usize;
-        if !workers.contains(&worker) {
-            workers.push(worker);
-        }
+        let rest = (self.total - counted).max(0.0) / self.peers as f64;
+        load.iter_mut().for_each(|l| *l += rest);
+        load
     }
-    for worker in 0..peers {
-        if workers.len() == parts {
-            break;
-        }
-        if !workers.contains(&worker) {
-            workers.push(worker);
-        }
-    }
-    workers
 }
 
 /// The part, of `parts`, a record of hash `hash` goes to: by jump
@@ -199,56 +207,59 @@ pub(crate) fn part(hash: u64, parts: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::common::hash::splitmix64;
+
+    /// Keys "a" to "z" owned by worker (letter index) % peers.
+    fn owner(peers: usize) -> impl Fn(&&str) -> usize {
+        move |key: &&str| (key.as_bytes()[0] - b'a') as usize % peers
+    }
 
     #[test]
     fn a_key_over_the_hot_share_is_split_so_that_each_part_is_under_it() {
         let mut hot = HotKeys::new(8, Skew::default().with_hot_share(0.5).unwrap());
         // 8 000 updates at one time over 8 workers: the mean is 1 000, the hot share 500.
-        let changes = hot.end_time([("a", 2_400), ("b", 400), ("c", 600)], 8_000);
-        let mut changes = changes;
+        let mut changes = hot.end_time([("a", 2_400), ("b", 400), ("c", 600)], 8_000, owner(8));
         changes.sort();
-        assert_eq!(changes, vec![("a", 5), ("c", 2)]);
+        let parts: Vec<(&str, usize)> = changes.iter().map(|(key, workers)| (*key, workers.len())).collect();
+        assert_eq!(parts, vec![("a", 5), ("c", 2)]);
+        for (_, workers) in &changes {
+            let mut distinct = workers.clone();
+            distinct.sort();
+            distinct.dedup();
+            assert_eq!(distinct.len(), workers.len());
+        }
+        // "c" kept off the workers "a" took first (then the most loaded).
+        assert!(changes[1].1.iter().all(|w| !changes[0].1.contains(w)), "{changes:?}");
         // The same again: nothing new (the decayed counts grow, but not to double the parts).
-        assert!(hot.end_time([("a", 2_400), ("c", 600)], 8_000).is_empty());
-        // "a" grows to four times its share: split wider.
-        assert_eq!(hot.end_time([("a", 7_000)], 8_000), vec![("a", 8)]);
+        assert!(hot.end_time([("a", 2_400), ("c", 600)], 8_000, owner(8)).is_empty());
+        // "a" grows to four times its share: split wider, keeping its workers first.
+        let wider = hot.end_time([("a", 7_000)], 8_000, owner(8));
+        assert_eq!(wider.len(), 1);
+        assert_eq!(wider[0].1.len(), 8);
+        assert_eq!(wider[0].1[..5], changes[0].1[..]);
+    }
+
+    #[test]
+    fn parts_go_to_the_least_loaded_workers() {
+        let mut hot = HotKeys::new(4, Skew::default());
+        // "e" (owned by worker 0) and "b" (worker 1) are reported but not
+        // hot; "a" is hot in 2 parts: workers 2 and 3 carry the least.
+        let changes = hot.end_time([("a", 900), ("e", 240), ("b", 200)], 8_000, owner(4));
+        let mut workers = changes[0].1.clone();
+        workers.sort();
+        assert_eq!(workers, vec![2, 3]);
     }
 
     #[test]
     fn few_updates_split_nothing_and_the_limit_holds() {
         let mut hot = HotKeys::new(4, Skew::default());
-        assert!(hot.end_time([("a", 30)], 40).is_empty());
+        assert!(hot.end_time([("a", 30)], 40, owner(4)).is_empty());
         let mut hot = HotKeys::new(4, Skew::default().with_max_hot(1).unwrap());
-        assert_eq!(hot.end_time([("a", 3_000), ("b", 3_000)], 8_000).len(), 1);
+        assert_eq!(hot.end_time([("a", 3_000), ("b", 3_000)], 8_000, owner(4)).len(), 1);
         // One worker: nothing to split over.
         assert!(HotKeys::new(1, Skew::default())
-            .end_time([("a", 3_000)], 3_000)
+            .end_time([("a", 3_000)], 3_000, owner(1))
             .is_empty());
-    }
-
-    #[test]
-    fn candidates_start_at_the_keys_worker_and_are_distinct() {
-        for hash in [0u64, 7, 12345, u64::MAX] {
-            for peers in 1..=9 {
-                for parts in 1..=peers {
-                    let workers = candidates(hash, parts, peers);
-                    assert_eq!(workers.len(), parts);
-                    assert_eq!(workers[0], (hash % peers as u64) as usize);
-                    let mut sorted = workers.clone();
-                    sorted.sort();
-                    sorted.dedup();
-                    assert_eq!(sorted.len(), parts, "{workers:?}");
-                    assert!(workers.iter().all(|&w| w < peers));
-                    if parts > 1 {
-                        assert_eq!(
-                            workers[..parts - 1],
-                            candidates(hash, parts - 1, peers)[..],
-                            "not a prefix"
-                        );
-                    }
-                }
-            }
-        }
     }
 
     #[test]

@@ -24,8 +24,8 @@ pub enum SkewEvent {
     Hot {
         /// The key's hash, as differential's exchange routes it.
         key: u64,
-        /// The workers its updates go to from now on; the first is the
-        /// one its updates went to while cold.
+        /// The workers its updates go to from now on (those it went to
+        /// before first).
         workers: Vec<usize>,
     },
     /// The updates of one time this worker sent on.

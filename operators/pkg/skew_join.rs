@@ -119,8 +119,8 @@ where
                         let mut session = output.session(&cap);
                         for (key, workers) in batches.flat_map(|batch| batch.drain(..)) {
                             if key_route(&key) % peers == me as u64 {
-                                let before = sent.insert(key.clone(), workers.len()).unwrap_or(1);
-                                for &worker in &workers[before..] {
+                                let before = sent.insert(key.clone(), workers.len()).unwrap_or(0);
+                                for &worker in workers[before..].iter().filter(|&&worker| worker != me) {
                                     session.give(((key.clone(), worker), time.clone(), Present));
                                 }
                             }

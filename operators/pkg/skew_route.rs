@@ -25,7 +25,7 @@ use timely::progress::Timestamp;
 use crate::common::hash::{splitmix64, FingerprintHasher};
 use crate::common::stash::TimeStash;
 
-use super::hot_keys::{candidates, part, HotKeys, Skew};
+use super::hot_keys::{part, HotKeys, Skew};
 use super::skew_events::{SkewEvent, SkewEventBuilder, SKEW_LOG_NAME};
 
 /// What a worker tells the deciding worker about one time.
@@ -44,8 +44,8 @@ enum Count<K> {
 const SAMPLE: u64 = 16;
 
 /// A key turned hot, or split wider, from the time it is sent at: its key
-/// and the workers its updates go to from then on (the first is the one
-/// its cold updates went to).
+/// and the workers its updates go to from then on (those it went to
+/// before first).
 pub(crate) type HotKey<K> = (K, Vec<usize>);
 
 /// The hash timely's exchange routes a key by in differential's
@@ -119,20 +119,16 @@ where
                         }
                     });
                     stash.drain_complete(frontier, |cap, (counts, total)| {
-                        let changes = hot.end_time(counts, total);
-                        output
-                            .session(&cap)
-                            .give_iterator(changes.into_iter().map(|(key, parts)| {
-                                let route = key_route(&key);
-                                let workers = candidates(route, parts, peers);
-                                if let Some(logger) = &logger {
-                                    logger.log(SkewEvent::Hot {
-                                        key: route,
-                                        workers: workers.clone(),
-                                    });
-                                }
-                                (key, workers)
-                            }));
+                        let changes = hot.end_time(counts, total, |key| (key_route(key) % peers as u64) as usize);
+                        if let Some(logger) = &logger {
+                            for (key, workers) in &changes {
+                                logger.log(SkewEvent::Hot {
+                                    key: key_route(key),
+                                    workers: workers.clone(),
+                                });
+                            }
+                        }
+                        output.session(&cap).give_iterator(changes.into_iter());
                     });
                 }
             },
