@@ -14,6 +14,7 @@
 //! digest of the output must equal every other's on the same keys.
 
 use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -95,7 +96,8 @@ fn run(joiner: Joiner, sampler: &Arc<KeySampler>, workers: usize, args: &Args) -
     let shared = Arc::clone(&digest);
     // Per worker, the facts each worker received: logged by the skew join's routers, counted here for join.
     let facts_at = Arc::new(Mutex::new(vec![0u64; workers]));
-    let hot = Arc::new(Mutex::new(Vec::<Vec<usize>>::new()));
+    // Per hot key (by its route hash), every worker it was dealt to.
+    let hot = Arc::new(Mutex::new(HashMap::<u64, BTreeSet<usize>>::new()));
     let (facts_at2, hot2) = (Arc::clone(&facts_at), Arc::clone(&hot));
     let keys = Arc::clone(sampler);
     let seconds = timely::execute(timely::Config::process(workers), move |worker| {
@@ -115,7 +117,9 @@ fn run(joiner: Joiner, sampler: &Arc<KeySampler>, workers: usize, args: &Args) -
                                     *total += count;
                                 }
                             }
-                            SkewEvent::Hot { workers, .. } => hot.lock().unwrap().push(workers.clone()),
+                            SkewEvent::Hot { key, workers, .. } => {
+                            hot.lock().unwrap().entry(*key).or_default().extend(workers)
+                        }
                         }
                     }
                 }
@@ -191,8 +195,8 @@ fn run(joiner: Joiner, sampler: &Arc<KeySampler>, workers: usize, args: &Args) -
     for row in 0..sampler.distinct() as u64 {
         work[worker_of(row, workers)] += 1;
     }
-    for workers in hot.lock().unwrap().iter() {
-        for &worker in &workers[1..] {
+    for (key, dealt) in hot.lock().unwrap().iter() {
+        for &worker in dealt.iter().filter(|&&worker| worker as u64 != key % workers as u64) {
             work[worker] += 1;
         }
     }

@@ -80,6 +80,10 @@ impl Skew {
     }
 }
 
+/// A hot key's workers, each with the share of the key's updates it takes
+/// (the shares sum to 1).
+pub(crate) type Shares = Vec<(usize, f64)>;
+
 /// The decisions, kept on the worker that makes them.
 #[derive(Debug)]
 pub(crate) struct HotKeys<K> {
@@ -89,8 +93,11 @@ pub(crate) struct HotKeys<K> {
     counts: HashMap<K, f64>,
     /// Decayed count of all updates.
     total: f64,
-    /// Each hot key's workers.
-    hot: HashMap<K, Vec<usize>>,
+    /// Decayed updates per worker their keys' owners are, as if no key
+    /// were hot.
+    owned: Vec<f64>,
+    /// Each hot key's shares, and its count when they were dealt.
+    hot: HashMap<K, (Shares, f64)>,
 }
 
 impl<K: Hash + Eq + Clone> HotKeys<K> {
@@ -100,21 +107,26 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
             skew,
             counts: HashMap::new(),
             total: 0.0,
+            owned: vec![0.0; peers],
             hot: HashMap::new(),
         }
     }
 
-    /// Ends a time whose updates numbered `total`, of which `counts` were
-    /// counted per reported key (`owner` names the worker a cold key's
-    /// updates go to): the keys newly hot or split wider, each with all the
-    /// workers it goes to from now on (those it had first).
+    /// Ends a time whose updates numbered `total`, `owned[w]` of them of
+    /// keys owned by worker w (`owner` names a key's), of which `counts`
+    /// were counted per reported key: the keys newly hot or dealt anew (on
+    /// doubling), each with its shares from now on.
     pub(crate) fn end_time(
         &mut self,
         counts: impl IntoIterator<Item = (K, u64)>,
         total: u64,
+        owned: &[u64],
         owner: impl Fn(&K) -> usize,
-    ) -> Vec<(K, Vec<usize>)> {
+    ) -> Vec<(K, Shares)> {
         self.total = self.total / 2.0 + total as f64;
+        for (load, &owned) in self.owned.iter_mut().zip(owned) {
+            *load = *load / 2.0 + owned as f64;
+        }
         self.counts.retain(|_, count| {
             *count /= 2.0;
             *count >= 1.0
@@ -137,12 +149,10 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
             }
             let parts = ((count / part).ceil() as usize).clamp(2, self.peers);
             match self.hot.get(&key) {
-                // Widened only on doubling: each widening moves some of the
-                // key's records to new workers.
-                Some(workers) if parts >= 2 * workers.len() || (parts == self.peers && workers.len() < parts) => {
-                    wanted.push((key, parts))
-                }
-                Some(_) => {}
+                // Dealt anew only when its load has doubled: each deal
+                // moves some of the key's records to other workers.
+                Some((_, dealt)) if count < 2.0 * dealt => {}
+                Some(_) => wanted.push((key, parts)),
                 None if self.hot.len() + wanted.len() < self.skew.max_hot => wanted.push((key, parts)),
                 None => {}
             }
@@ -150,58 +160,74 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
         if wanted.is_empty() {
             return Vec::new();
         }
-        // The heaviest first, each part to the least loaded worker.
+        // The heaviest first, each over the least loaded workers.
         let mut load = self.loads(&owner);
         wanted.sort_by(|(a, _), (b, _)| self.counts[b].total_cmp(&self.counts[a]));
         let mut changes = Vec::new();
         for (key, parts) in wanted {
             let count = self.counts[&key];
-            let mut workers = self.hot.remove(&key).unwrap_or_default();
             // The key's load leaves where it is now, and is dealt anew.
-            match workers.len() {
-                0 => load[owner(&key)] -= count,
-                held => workers.iter().for_each(|&w| load[w] -= count / held as f64),
+            match self.hot.get(&key) {
+                None => load[owner(&key)] -= count,
+                Some((shares, _)) => shares.iter().for_each(|&(w, share)| load[w] -= count * share),
             }
-            let mut others: Vec<usize> = (0..self.peers).filter(|w| !workers.contains(w)).collect();
-            others.sort_by(|&a, &b| load[a].total_cmp(&load[b]));
-            workers.extend(others.into_iter().take(parts - workers.len()));
-            workers.iter().for_each(|&w| load[w] += count / parts as f64);
-            self.hot.insert(key.clone(), workers.clone());
-            changes.push((key, workers));
+            let shares = fill(&load, count, parts);
+            shares.iter().for_each(|&(w, share)| load[w] += count * share);
+            self.hot.insert(key.clone(), (shares.clone(), count));
+            changes.push((key, shares));
         }
         changes
     }
 
     /// Each worker's load as the decayed counts tell it: the hot keys dealt
-    /// evenly over their workers, the reported cold keys on their owners,
-    /// the rest evenly.
+    /// by their shares, the others on their owners.
     fn loads(&self, owner: impl Fn(&K) -> usize) -> Vec<f64> {
-        let mut load = vec![0.0; self.peers];
-        let mut counted = 0.0;
-        for (key, &count) in &self.counts {
-            counted += count;
-            match self.hot.get(key) {
-                Some(workers) => workers.iter().for_each(|&w| load[w] += count / workers.len() as f64),
-                None => load[owner(key)] += count,
-            }
+        let mut load = self.owned.clone();
+        for (key, (shares, _)) in &self.hot {
+            let count = self.counts.get(key).copied().unwrap_or(0.0);
+            load[owner(key)] -= count;
+            shares.iter().for_each(|&(w, share)| load[w] += count * share);
         }
-        let rest = (self.total - counted).max(0.0) / self.peers as f64;
-        load.iter_mut().for_each(|l| *l += rest);
+        load.iter_mut().for_each(|l| *l = l.max(0.0));
         load
     }
 }
 
-/// The part, of `parts`, a record of hash `hash` goes to: by jump
-/// consistent hashing (Lamping and Veach), so that when a key is split
-/// wider only the records the new parts take move.
-pub(crate) fn part(hash: u64, parts: usize) -> usize {
-    let (mut key, mut bucket, mut next) = (hash, -1i64, 0i64);
-    while next < parts as i64 {
-        bucket = next;
-        key = key.wrapping_mul(2862933555777941757).wrapping_add(1);
-        next = ((bucket + 1) as f64 * ((1u64 << 31) as f64 / ((key >> 33) + 1) as f64)) as i64;
+/// Shares of `count` updates over at most `parts` of the least loaded
+/// workers, filling them up to one level (water-filling): a worker far
+/// below the others takes more, one above the level none.
+fn fill(load: &[f64], count: f64, parts: usize) -> Shares {
+    let mut order: Vec<usize> = (0..load.len()).collect();
+    order.sort_by(|&a, &b| load[a].total_cmp(&load[b]));
+    order.truncate(parts);
+    // The level: the most workers whose loads lie below it.
+    let (mut level, mut sum) = (0.0, 0.0);
+    let mut filled = 0;
+    for (k, &worker) in order.iter().enumerate() {
+        if k > 0 && level <= load[worker] {
+            break;
+        }
+        sum += load[worker];
+        filled = k + 1;
+        level = (count + sum) / filled as f64;
     }
-    bucket as usize
+    order[..filled]
+        .iter()
+        .map(|&worker| (worker, (level - load[worker]) / count))
+        .collect()
+}
+
+/// The worker, of `shares`, a record of hash `hash` goes to: each with
+/// the probability of its share, the same for every update of the record.
+pub(crate) fn pick(hash: u64, shares: &[(usize, f64)]) -> usize {
+    let mut at = (hash >> 11) as f64 / (1u64 << 53) as f64;
+    for &(worker, share) in shares {
+        if at < share {
+            return worker;
+        }
+        at -= share;
+    }
+    shares.last().map_or(0, |&(worker, _)| worker)
 }
 
 #[cfg(test)]
@@ -214,70 +240,82 @@ mod tests {
         move |key: &&str| (key.as_bytes()[0] - b'a') as usize % peers
     }
 
-    #[test]
-    fn a_key_over_the_hot_share_is_split_so_that_each_part_is_under_it() {
-        let mut hot = HotKeys::new(8, Skew::default().with_hot_share(0.5).unwrap());
-        // 8 000 updates at one time over 8 workers: the mean is 1 000, the hot share 500.
-        let mut changes = hot.end_time([("a", 2_400), ("b", 400), ("c", 600)], 8_000, owner(8));
-        changes.sort();
-        let parts: Vec<(&str, usize)> = changes.iter().map(|(key, workers)| (*key, workers.len())).collect();
-        assert_eq!(parts, vec![("a", 5), ("c", 2)]);
-        for (_, workers) in &changes {
-            let mut distinct = workers.clone();
-            distinct.sort();
-            distinct.dedup();
-            assert_eq!(distinct.len(), workers.len());
+    /// Each worker's updates when the keys of `counts` are owned as
+    /// `owner` says and the rest of `total` spreads evenly.
+    fn owned(counts: &[(&str, u64)], total: u64, peers: usize) -> Vec<u64> {
+        let counted: u64 = counts.iter().map(|(_, c)| c).sum();
+        let mut owned = vec![(total - counted) / peers as u64; peers];
+        for (key, count) in counts {
+            owned[owner(peers)(key)] += count;
         }
-        // "c" kept off the workers "a" took first (then the most loaded).
-        assert!(changes[1].1.iter().all(|w| !changes[0].1.contains(w)), "{changes:?}");
-        // The same again: nothing new (the decayed counts grow, but not to double the parts).
-        assert!(hot.end_time([("a", 2_400), ("c", 600)], 8_000, owner(8)).is_empty());
-        // "a" grows to four times its share: split wider, keeping its workers first.
-        let wider = hot.end_time([("a", 7_000)], 8_000, owner(8));
-        assert_eq!(wider.len(), 1);
-        assert_eq!(wider[0].1.len(), 8);
-        assert_eq!(wider[0].1[..5], changes[0].1[..]);
+        owned
+    }
+
+    fn end_time(hot: &mut HotKeys<&'static str>, counts: &[(&'static str, u64)], total: u64) -> Vec<(&'static str, Shares)> {
+        let peers = hot.peers;
+        let mut changes = hot.end_time(counts.iter().copied(), total, &owned(counts, total, peers), owner(peers));
+        changes.sort_by(|a, b| a.0.cmp(b.0));
+        changes
     }
 
     #[test]
-    fn parts_go_to_the_least_loaded_workers() {
-        let mut hot = HotKeys::new(4, Skew::default());
-        // "e" (owned by worker 0) and "b" (worker 1) are reported but not
-        // hot; "a" is hot in 2 parts: workers 2 and 3 carry the least.
-        let changes = hot.end_time([("a", 900), ("e", 240), ("b", 200)], 8_000, owner(4));
-        let mut workers = changes[0].1.clone();
-        workers.sort();
-        assert_eq!(workers, vec![2, 3]);
+    fn a_key_over_the_hot_share_is_dealt_over_the_least_loaded_workers() {
+        let mut hot = HotKeys::new(8, Skew::default().with_hot_share(0.5).unwrap());
+        // 8 000 updates at one time over 8 workers: the mean is 1 000, the hot share 500.
+        let changes = end_time(&mut hot, &[("a", 2_400), ("b", 400), ("c", 600)], 8_000);
+        let keys: Vec<&str> = changes.iter().map(|(key, _)| *key).collect();
+        assert_eq!(keys, vec!["a", "c"]);
+        for (key, shares) in &changes {
+            let sum: f64 = shares.iter().map(|(_, share)| share).sum();
+            assert!((sum - 1.0).abs() < 1e-9, "{key}: {shares:?}");
+            // At most ceil(count / hot share) workers, each distinct.
+            assert!(shares.len() <= if *key == "a" { 5 } else { 2 }, "{key}: {shares:?}");
+            let mut workers: Vec<usize> = shares.iter().map(|(w, _)| *w).collect();
+            workers.sort();
+            workers.dedup();
+            assert_eq!(workers.len(), shares.len());
+        }
+        // Dealt, the loads are more even than with every key on its owner.
+        let load = hot.loads(owner(8));
+        let max = load.iter().copied().fold(0.0, f64::max);
+        assert!(max < 1_300.0, "{load:?}");
+        // The same again: nothing new; "a" doubled: dealt anew.
+        assert!(end_time(&mut hot, &[("a", 2_400), ("c", 600)], 8_000).is_empty());
+        assert_eq!(end_time(&mut hot, &[("a", 7_000)], 8_000).len(), 1);
+    }
+
+    #[test]
+    fn a_hot_key_evens_out_its_workers() {
+        // Two workers, the other keys leaving worker 1 with 700 and worker 0
+        // with 300: the hot key "b" (owned by 1, 400 of 1 400) is dealt so
+        // that both end at 700.
+        let mut hot = HotKeys::new(2, Skew::default());
+        let changes = hot.end_time([("b", 400)], 1_400, &[300, 1_100], owner(2));
+        let shares = &changes[0].1;
+        let to = |worker: usize| shares.iter().find(|(w, _)| *w == worker).map_or(0.0, |(_, s)| *s);
+        assert!((to(0) - 1.0).abs() < 1e-9 && to(1) == 0.0, "{shares:?}");
     }
 
     #[test]
     fn few_updates_split_nothing_and_the_limit_holds() {
         let mut hot = HotKeys::new(4, Skew::default());
-        assert!(hot.end_time([("a", 30)], 40, owner(4)).is_empty());
+        assert!(end_time(&mut hot, &[("a", 30)], 40).is_empty());
         let mut hot = HotKeys::new(4, Skew::default().with_max_hot(1).unwrap());
-        assert_eq!(hot.end_time([("a", 3_000), ("b", 3_000)], 8_000, owner(4)).len(), 1);
+        assert_eq!(end_time(&mut hot, &[("a", 3_000), ("b", 3_000)], 8_000).len(), 1);
         // One worker: nothing to split over.
-        assert!(HotKeys::new(1, Skew::default())
-            .end_time([("a", 3_000)], 3_000, owner(1))
-            .is_empty());
+        assert!(end_time(&mut HotKeys::new(1, Skew::default()), &[("a", 3_000)], 3_000).is_empty());
     }
 
     #[test]
-    fn parts_are_even_and_move_little_when_widened() {
-        let (records, mut counts, mut moved) = (40_000u64, [0u32; 5], 0);
-        for r in 0..records {
-            let hash = splitmix64(r);
-            let p = part(hash, 5);
-            counts[p] += 1;
-            let wider = part(hash, 8);
-            if wider != p {
-                // Only to the new parts.
-                assert!(wider >= 5);
-                moved += 1;
-            }
+    fn records_go_to_workers_by_their_shares() {
+        let shares = vec![(3, 0.25), (1, 0.75)];
+        let mut counts = [0u32; 4];
+        for r in 0..40_000u64 {
+            counts[pick(splitmix64(r), &shares)] += 1;
         }
-        assert!(counts.iter().all(|&c| (7_500..8_500).contains(&c)), "{counts:?}");
-        // 3 of 8 parts are new: about 3/8 of the records move.
-        assert!((13_000..17_000).contains(&moved), "{moved}");
+        assert_eq!((counts[0], counts[2]), (0, 0));
+        assert!((9_500..10_500).contains(&counts[3]), "{counts:?}");
+        // The same record, the same worker.
+        assert_eq!(pick(splitmix64(7), &shares), pick(splitmix64(7), &shares));
     }
 }

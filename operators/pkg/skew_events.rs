@@ -20,13 +20,14 @@ pub type SkewEventBuilder = CapacityContainerBuilder<Vec<(Duration, SkewEvent)>>
 /// What one worker of a skew-proof operator decided.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum SkewEvent {
-    /// A key turned hot, or was split wider.
+    /// A key turned hot, or was dealt anew.
     Hot {
         /// The key's hash, as differential's exchange routes it.
         key: u64,
-        /// The workers its updates go to from now on (those it went to
-        /// before first).
+        /// The workers its updates go to from now on.
         workers: Vec<usize>,
+        /// The share of its updates each of `workers` takes.
+        shares: Vec<f64>,
     },
     /// The updates of one time this worker sent on.
     Routed {

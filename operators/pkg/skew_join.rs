@@ -112,15 +112,19 @@ where
             "SkewJoinHot",
             move |_, _| {
                 // The workers each of this worker's hot keys is copied to so far.
-                let mut sent: HashMap<K, usize> = HashMap::new();
+                let mut sent: HashMap<K, Vec<usize>> = HashMap::new();
                 move |input, output| {
                     input.for_each_stamp(|cap, batches| {
                         let Some(time) = cap.least().cloned() else { return };
                         let mut session = output.session(&cap);
-                        for (key, workers) in batches.flat_map(|batch| batch.drain(..)) {
-                            if key_route(&key) % peers == me as u64 {
-                                let before = sent.insert(key.clone(), workers.len()).unwrap_or(0);
-                                for &worker in workers[before..].iter().filter(|&&worker| worker != me) {
+                        for (key, shares) in batches.flat_map(|batch| batch.drain(..)) {
+                            if key_route(&key) % peers != me as u64 {
+                                continue;
+                            }
+                            let sent = sent.entry(key.clone()).or_insert_with(|| vec![me]);
+                            for (worker, _) in shares {
+                                if !sent.contains(&worker) {
+                                    sent.push(worker);
                                     session.give(((key.clone(), worker), time.clone(), Present));
                                 }
                             }

@@ -25,7 +25,7 @@ use timely::progress::Timestamp;
 use crate::common::hash::{splitmix64, FingerprintHasher};
 use crate::common::stash::TimeStash;
 
-use super::hot_keys::{part, HotKeys, Skew};
+use super::hot_keys::{pick, HotKeys, Shares, Skew};
 use super::skew_events::{SkewEvent, SkewEventBuilder, SKEW_LOG_NAME};
 
 /// What a worker tells the deciding worker about one time.
@@ -33,8 +33,9 @@ use super::skew_events::{SkewEvent, SkewEventBuilder, SKEW_LOG_NAME};
 enum Count<K> {
     /// A key it saw often, and how often.
     Key(K, u64),
-    /// All its updates.
-    Total(u64),
+    /// All its updates, and how many of them each worker owns the key of
+    /// (counted on the samples).
+    Total(u64, Vec<u64>),
 }
 
 /// Each worker counts one update in this many: a key at the hot share
@@ -43,10 +44,9 @@ enum Count<K> {
 /// join's time at 2 workers on 100 000 keys).
 const SAMPLE: u64 = 16;
 
-/// A key turned hot, or split wider, from the time it is sent at: its key
-/// and the workers its updates go to from then on (those it went to
-/// before first).
-pub(crate) type HotKey<K> = (K, Vec<usize>);
+/// A key turned hot, or dealt anew, from the time it is sent at: its key
+/// and the workers its updates go to from then on, with their shares.
+pub(crate) type HotKey<K> = (K, Shares);
 
 /// The hash timely's exchange routes a key by in differential's
 /// arrangements.
@@ -73,24 +73,27 @@ where
     type ByHash<K> = HashMap<u64, (K, u64), BuildHasherDefault<FingerprintHasher>>;
     updates
         .unary_frontier::<CapacityContainerBuilder<Vec<Count<K>>>, _, _, _>(Pipeline, "SkewCount", move |_, _| {
-            let mut stash: TimeStash<T, (ByHash<K>, u64)> = TimeStash::default();
+            let mut stash: TimeStash<T, (ByHash<K>, u64, Vec<u64>)> = TimeStash::default();
             // Where the next sample falls, in updates from the next batch's first.
             let mut next = 0;
             move |(input, frontier), output| {
                 input.for_each_stamp(|cap, batches| {
-                    let Some((counts, total)) = stash.at(&cap) else { return };
+                    let Some((counts, total, owned)) = stash.at(&cap) else { return };
+                    owned.resize(peers, 0);
                     for batch in batches {
                         *total += batch.len() as u64;
                         let mut at = next;
                         while let Some((data, _, _)) = batch.get(at) {
                             let key = key(data);
-                            counts.entry(key_route(key)).or_insert_with(|| (key.clone(), 0)).1 += SAMPLE;
+                            let route = key_route(key);
+                            counts.entry(route).or_insert_with(|| (key.clone(), 0)).1 += SAMPLE;
+                            owned[(route % peers as u64) as usize] += SAMPLE;
                             at += SAMPLE as usize;
                         }
                         next = at - batch.len();
                     }
                 });
-                stash.drain_complete(frontier, |cap, (counts, total)| {
+                stash.drain_complete(frontier, |cap, (counts, total, owned)| {
                     let mut session = output.session(&cap);
                     session.give_iterator(
                         counts
@@ -98,7 +101,7 @@ where
                             .filter(|&(_, count)| skew.reports(count, total, peers))
                             .map(|(key, count)| Count::Key(key, count)),
                     );
-                    session.give(Count::Total(total));
+                    session.give(Count::Total(total, owned));
                 });
             }
         })
@@ -107,24 +110,30 @@ where
             "SkewDecide",
             move |_, _| {
                 let mut hot = HotKeys::new(peers, skew);
-                let mut stash: TimeStash<T, (HashMap<K, u64>, u64)> = TimeStash::default();
+                let mut stash: TimeStash<T, (HashMap<K, u64>, u64, Vec<u64>)> = TimeStash::default();
                 move |(input, frontier), output| {
                     input.for_each_stamp(|cap, batches| {
-                        let Some((counts, total)) = stash.at(&cap) else { return };
+                        let Some((counts, total, owned)) = stash.at(&cap) else { return };
+                        owned.resize(peers, 0);
                         for count in batches.flat_map(|batch| batch.drain(..)) {
                             match count {
                                 Count::Key(key, count) => *counts.entry(key).or_default() += count,
-                                Count::Total(count) => *total += count,
+                                Count::Total(count, theirs) => {
+                                    *total += count;
+                                    owned.iter_mut().zip(theirs).for_each(|(mine, theirs)| *mine += theirs);
+                                }
                             }
                         }
                     });
-                    stash.drain_complete(frontier, |cap, (counts, total)| {
-                        let changes = hot.end_time(counts, total, |key| (key_route(key) % peers as u64) as usize);
+                    stash.drain_complete(frontier, |cap, (counts, total, owned)| {
+                        let owner = |key: &K| (key_route(key) % peers as u64) as usize;
+                        let changes = hot.end_time(counts, total, &owned, owner);
                         if let Some(logger) = &logger {
-                            for (key, workers) in &changes {
+                            for (key, shares) in &changes {
                                 logger.log(SkewEvent::Hot {
                                     key: key_route(key),
-                                    workers: workers.clone(),
+                                    workers: shares.iter().map(|&(worker, _)| worker).collect(),
+                                    shares: shares.iter().map(|&(_, share)| share).collect(),
                                 });
                             }
                         }
@@ -136,8 +145,8 @@ where
         .broadcast()
 }
 
-/// A hot key and the workers it goes to from each time on.
-type HotSince<K, T> = (K, Vec<(T, Vec<usize>)>);
+/// A hot key and its shares from each time on.
+type HotSince<K, T> = (K, Vec<(T, Shares)>);
 
 /// Where each worker sends its updates: the hot keys it knows of, and
 /// what was sent.
@@ -150,12 +159,12 @@ struct Routes<K, T> {
 }
 
 impl<K: Eq + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
-    /// Routes `key`'s updates over `workers` from `time` on.
-    fn learn(&mut self, time: T, (key, workers): HotKey<K>) {
+    /// Routes `key`'s updates by `shares` from `time` on.
+    fn learn(&mut self, time: T, (key, shares): HotKey<K>) {
         let keys = self.hot.entry(key_route(&key)).or_default();
         match keys.iter_mut().find(|(held, _)| *held == key) {
-            Some((_, from)) => from.push((time, workers)),
-            None => keys.push((key, vec![(time, workers)])),
+            Some((_, from)) => from.push((time, shares)),
+            None => keys.push((key, vec![(time, shares)])),
         }
     }
 
@@ -170,7 +179,7 @@ impl<K: Eq + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
             .get(&route)
             .and_then(|keys| keys.iter().find(|(held, _)| held == key))
             .and_then(|(_, from)| from.iter().rev().find(|(since, _)| since.less_equal(time)))
-            .map(|(_, workers)| workers[part(splitmix64(record() ^ route), workers.len())])
+            .map(|(_, shares)| pick(splitmix64(record() ^ route), shares))
             .unwrap_or((route % self.peers) as usize);
         if let Some(sent) = self.sent.get_mut(worker) {
             *sent += 1;
