@@ -118,8 +118,8 @@ fn run(joiner: Joiner, sampler: &Arc<KeySampler>, workers: usize, args: &Args) -
                                 }
                             }
                             SkewEvent::Hot { key, workers, .. } => {
-                            hot.lock().unwrap().entry(*key).or_default().extend(workers)
-                        }
+                                hot.lock().unwrap().entry(*key).or_default().extend(workers)
+                            }
                         }
                     }
                 }

@@ -251,9 +251,18 @@ mod tests {
         owned
     }
 
-    fn end_time(hot: &mut HotKeys<&'static str>, counts: &[(&'static str, u64)], total: u64) -> Vec<(&'static str, Shares)> {
+    fn end_time(
+        hot: &mut HotKeys<&'static str>,
+        counts: &[(&'static str, u64)],
+        total: u64,
+    ) -> Vec<(&'static str, Shares)> {
         let peers = hot.peers;
-        let mut changes = hot.end_time(counts.iter().copied(), total, &owned(counts, total, peers), owner(peers));
+        let mut changes = hot.end_time(
+            counts.iter().copied(),
+            total,
+            &owned(counts, total, peers),
+            owner(peers),
+        );
         changes.sort_by(|a, b| a.0.cmp(b.0));
         changes
     }

@@ -93,11 +93,15 @@ where
     {
         let me = self.inner.scope().index();
         let peers = self.inner.scope().peers() as u64;
+        if peers == 1 {
+            // Nothing to split over.
+            return self.join(other);
+        }
         let hot = hot_keys(self.inner.clone(), skew, |(key, _): &(K, V)| key);
         // This side: each update to its key's worker, or a hot key's to one of its workers.
-        let (held, pact) = route(self.inner, hot.clone());
+        let pact = route(hot.clone());
         let mine = arrange_core::<_, _, ValBatcher<K, V, T, R>, ValSpine<K, V, T, R>>(
-            held,
+            self.inner,
             pact,
             "SkewJoinArrange",
             ValBatcher::new,

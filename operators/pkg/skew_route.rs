@@ -1,13 +1,13 @@
 //! The dataflow half of the skew-proof operators: every worker counts its
 //! own updates by key per time, worker 0 decides which keys are hot (and
-//! over how many workers each is split) and tells every worker, and each
-//! worker routes its updates of a time once it knows the hot keys at that
-//! time: a cold key's to the worker differential's exchange would send it
-//! to, a hot key's to one of its workers by a hash of the whole record (so
-//! that a retraction meets its insertion, and arrangements compact).
+//! how each is dealt over the workers) and tells every worker, and each
+//! worker routes its updates by the hot keys it knows: a cold key's to the
+//! worker differential's exchange would send it to, a hot key's to one of
+//! its workers by a hash of the whole record (so that a retraction meets
+//! its insertion, and arrangements compact).
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::rc::Rc;
 
@@ -17,7 +17,6 @@ use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::Broadcast;
-use timely::dataflow::operators::Capability;
 use timely::dataflow::StreamVec;
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
@@ -78,7 +77,9 @@ where
             let mut next = 0;
             move |(input, frontier), output| {
                 input.for_each_stamp(|cap, batches| {
-                    let Some((counts, total, owned)) = stash.at(&cap) else { return };
+                    let Some((counts, total, owned)) = stash.at(&cap) else {
+                        return;
+                    };
                     owned.resize(peers, 0);
                     for batch in batches {
                         *total += batch.len() as u64;
@@ -110,10 +111,12 @@ where
             "SkewDecide",
             move |_, _| {
                 let mut hot = HotKeys::new(peers, skew);
-                let mut stash: TimeStash<T, (HashMap<K, u64>, u64, Vec<u64>)> = TimeStash::default();
+                let mut stash: TimeStash<T, Counted<K>> = TimeStash::default();
                 move |(input, frontier), output| {
                     input.for_each_stamp(|cap, batches| {
-                        let Some((counts, total, owned)) = stash.at(&cap) else { return };
+                        let Some((counts, total, owned)) = stash.at(&cap) else {
+                            return;
+                        };
                         owned.resize(peers, 0);
                         for count in batches.flat_map(|batch| batch.drain(..)) {
                             match count {
@@ -145,14 +148,23 @@ where
         .broadcast()
 }
 
+/// One time's counts, as the deciding worker sums them: per key, all
+/// updates, and per owner.
+type Counted<K> = (HashMap<K, u64>, u64, Vec<u64>);
+
 /// A hot key and its shares from each time on.
 type HotSince<K, T> = (K, Vec<(T, Shares)>);
+
+/// Bits of the filter that answers "not hot" for most keys at one test.
+const FILTER_BITS: u64 = 1 << 12;
 
 /// Where each worker sends its updates: the hot keys it knows of, and
 /// what was sent.
 struct Routes<K, T> {
     /// Keys by their route hash (most hashes hold one key).
     hot: HashMap<u64, Vec<HotSince<K, T>>, BuildHasherDefault<FingerprintHasher>>,
+    /// A bit per route hash modulo [`FILTER_BITS`]: set if a key of it is hot.
+    filter: Vec<u64>,
     peers: u64,
     /// Updates sent to each worker since last logged (empty when nobody listens).
     sent: Vec<u64>,
@@ -161,7 +173,9 @@ struct Routes<K, T> {
 impl<K: Eq + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
     /// Routes `key`'s updates by `shares` from `time` on.
     fn learn(&mut self, time: T, (key, shares): HotKey<K>) {
-        let keys = self.hot.entry(key_route(&key)).or_default();
+        let route = key_route(&key);
+        self.filter[((route % FILTER_BITS) / 64) as usize] |= 1 << (route % 64);
+        let keys = self.hot.entry(route).or_default();
         match keys.iter_mut().find(|(held, _)| *held == key) {
             Some((_, from)) => from.push((time, shares)),
             None => keys.push((key, vec![(time, shares)])),
@@ -169,18 +183,23 @@ impl<K: Eq + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
     }
 
     /// The worker an update of `key` at `time` goes to; `record` hashes
-    /// the rest of the update. The hot keys from later times do not count,
-    /// so an update routes alike whenever it is pushed.
+    /// the rest of the update. Only the hot keys decided at or before
+    /// `time` count: the workers they name hold the other side's copies
+    /// from then on.
     #[inline]
     fn worker(&mut self, key: &K, time: &T, record: impl FnOnce() -> u64) -> usize {
         let route = key_route(key);
-        let worker = self
-            .hot
-            .get(&route)
-            .and_then(|keys| keys.iter().find(|(held, _)| held == key))
-            .and_then(|(_, from)| from.iter().rev().find(|(since, _)| since.less_equal(time)))
-            .map(|(_, shares)| pick(splitmix64(record() ^ route), shares))
-            .unwrap_or((route % self.peers) as usize);
+        let mut worker = (route % self.peers) as usize;
+        if self.filter[((route % FILTER_BITS) / 64) as usize] & (1 << (route % 64)) != 0 {
+            let shares = self
+                .hot
+                .get(&route)
+                .and_then(|keys| keys.iter().find(|(held, _)| held == key))
+                .and_then(|(_, from)| from.iter().rev().find(|(since, _)| since.less_equal(time)));
+            if let Some((_, shares)) = shares {
+                worker = pick(splitmix64(record() ^ route), shares);
+            }
+        }
         if let Some(sent) = self.sent.get_mut(worker) {
             *sent += 1;
         }
@@ -188,97 +207,48 @@ impl<K: Eq + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
     }
 }
 
-/// The updates of `updates`, each held until the hot keys at its time are
-/// known, and the pact that sends them to the workers `hot` names at their
-/// times (see the module's doc).
+/// The pact that sends each update to the worker the hot keys `hot` name
+/// at its time, as far as this worker has learned them, or else where
+/// differential's exchange would. Learning a hot key late is safe: an
+/// update routed as before goes to a worker that holds the other side's
+/// records for its key all the same.
 #[allow(clippy::type_complexity)]
 pub(crate) fn route<'scope, T, K, V, R>(
-    updates: StreamVec<'scope, T, ((K, V), T, R)>,
     hot: StreamVec<'scope, T, HotKey<K>>,
-) -> (
-    StreamVec<'scope, T, ((K, V), T, R)>,
-    Exchange<((K, V), T, R), impl FnMut(&((K, V), T, R)) -> u64 + 'static>,
-)
+) -> Exchange<((K, V), T, R), impl FnMut(&((K, V), T, R)) -> u64 + 'static>
 where
     T: Timestamp + TotalOrder,
     K: ExchangeData + Hashable + std::hash::Hash,
     V: ExchangeData + Hashable,
     R: ExchangeData,
 {
-    let (me, peers) = (updates.scope().index(), updates.scope().peers() as u64);
-    let logger = updates.scope().worker().logger_for::<SkewEventBuilder>(SKEW_LOG_NAME);
+    let (me, peers) = (hot.scope().index(), hot.scope().peers() as u64);
+    let logger = hot.scope().worker().logger_for::<SkewEventBuilder>(SKEW_LOG_NAME);
     let routes = Rc::new(RefCell::new(Routes {
         hot: HashMap::default(),
+        filter: vec![0; (FILTER_BITS / 64) as usize],
         peers,
         sent: vec![0; if logger.is_some() { peers as usize } else { 0 }],
     }));
     let learn = Rc::clone(&routes);
-    type Pending<T, D> = BTreeMap<T, (Capability<T>, Vec<D>)>;
-    let held = updates.binary_frontier::<_, CapacityContainerBuilder<Vec<((K, V), T, R)>>, _, _, _, _>(
-        hot,
-        Pipeline,
-        Pipeline,
-        "SkewHold",
-        move |_, _| {
-            let mut learned: BTreeMap<T, Vec<HotKey<K>>> = BTreeMap::new();
-            let mut pending: Pending<T, ((K, V), T, R)> = BTreeMap::new();
-            move |(updates, _), (hot, hot_frontier), output| {
-                hot.for_each_stamp(|cap, batches| {
-                    if let Some(time) = cap.least() {
-                        learned
-                            .entry(time.clone())
-                            .or_default()
-                            .extend(batches.flat_map(|batch| batch.drain(..)));
-                    }
-                });
-                updates.for_each_stamp(|cap, batches| {
-                    let Some(stamp) = cap.least() else { return };
-                    for batch in batches {
-                        // Held at each update's own time, which the hot keys must have passed.
-                        if batch.iter().all(|update| update.1 == *stamp) {
-                            let held = pending
-                                .entry(stamp.clone())
-                                .or_insert_with(|| (cap.delayed(stamp, 0), Vec::new()));
-                            held.1.append(batch);
-                            continue;
-                        }
-                        for update in batch.drain(..) {
-                            let held = pending
-                                .entry(update.1.clone())
-                                .or_insert_with(|| (cap.delayed(&update.1, 0), Vec::new()));
-                            held.1.push(update);
-                        }
-                    }
-                });
-                while let Some(entry) = pending.first_entry() {
-                    if hot_frontier.less_equal(entry.key()) {
-                        break;
-                    }
-                    let (time, (cap, mut updates)) = entry.remove_entry();
-                    {
-                        let mut routes = learn.borrow_mut();
-                        while let Some(first) = learned.first_entry() {
-                            if *first.key() > time {
-                                break;
-                            }
-                            let (since, hot_keys) = first.remove_entry();
-                            for hot_key in hot_keys {
-                                routes.learn(since.clone(), hot_key);
-                            }
-                        }
-                        if let Some(logger) = &logger {
-                            let sent = std::mem::replace(&mut routes.sent, vec![0; peers as usize]);
-                            logger.log(SkewEvent::Routed { worker: me, sent });
-                        }
-                    }
-                    // The pact routes as the updates are given, reading the routes.
-                    output.session(&cap).give_container(&mut updates);
+    hot.sink(Pipeline, "SkewLearn", move |(input, frontier)| {
+        let mut routes = learn.borrow_mut();
+        input.for_each_stamp(|cap, batches| {
+            if let Some(time) = cap.least() {
+                for hot_key in batches.flat_map(|batch| batch.drain(..)) {
+                    routes.learn(time.clone(), hot_key);
                 }
             }
-        },
-    );
-    let pact = Exchange::new(move |((key, val), time, _): &((K, V), T, R)| {
-        routes.borrow_mut().worker(key, time, || val.hashed().into()) as u64
+        });
+        // Once per time the hot keys pass: what was sent since the last.
+        if let Some(logger) = &logger {
+            if routes.sent.iter().any(|&count| count > 0) && !frontier.frontier().is_empty() {
+                let sent = std::mem::replace(&mut routes.sent, vec![0; peers as usize]);
+                logger.log(SkewEvent::Routed { worker: me, sent });
+            }
+        }
     });
-    (held, pact)
+    Exchange::new(move |((key, val), time, _): &((K, V), T, R)| {
+        routes.borrow_mut().worker(key, time, || val.hashed().into()) as u64
+    })
 }
