@@ -16,7 +16,8 @@ use timely::order::TotalOrder;
 use timely::progress::Timestamp;
 
 use super::hot_keys::Skew;
-use super::skew_route::{hot_keys, key_route, route};
+use super::skew_events::{SkewEventBuilder, SKEW_LOG_NAME};
+use super::skew_route::{hot_keys, key_route, route, Routes};
 
 /// What a join of `(K, V)` and `(K, V2)` records produces.
 pub type Joined<'scope, T, K, V, V2, R, R2> = VecCollection<'scope, T, (K, (V, V2)), <R as Multiply<R2>>::Output>;
@@ -97,15 +98,21 @@ where
             // Nothing to split over.
             return self.join(other);
         }
-        let hot = hot_keys(self.inner.clone(), skew, |(key, _): &(K, V)| key);
         // This side: each update to its key's worker, or a hot key's to one of its workers.
-        let pact = route(hot.clone());
+        let logging = self
+            .inner
+            .scope()
+            .worker()
+            .logger_for::<SkewEventBuilder>(SKEW_LOG_NAME)
+            .is_some();
+        let routes = Routes::shared(&self.inner.scope(), logging);
         let mine = arrange_core::<_, _, ValBatcher<K, V, T, R>, ValSpine<K, V, T, R>>(
             self.inner,
-            pact,
+            route(&routes),
             "SkewJoinArrange",
             ValBatcher::new,
         );
+        let hot = hot_keys(mine.stream.clone(), &routes, skew);
         // The other side where `join` puts it, and for each hot key a copy on
         // every other worker of the key, from the time the key turned hot:
         // the key's worker joins the copies of its records (`Present`: never
