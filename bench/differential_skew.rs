@@ -7,9 +7,11 @@
 //!  [--epochs 20] [--inserts 100000] [--window 3] [--workers 1,2,4] [--work-workers 16] [--rounds 3]`
 //!
 //! Every round runs each configuration once, in rotating order; the table
-//! gives the median seconds and their range, and the join input's busiest
-//! worker over the mean worker (the speed-up the balance allows is the
-//! workers over that). `--work-workers` adds runs at more worker threads
+//! gives the median seconds and their range, the ratio of updates/s (of
+//! the medians, and the median of each round's pair), and the join input's
+//! busiest worker over the mean worker (the speed-up the balance allows is
+//! the workers over that; the gain `skew_join`'s balance allows, join's
+//! over `skew_join`'s). `--work-workers` adds runs at more worker threads
 //! for the work counts alone (they do not depend on the cores). Every run's
 //! digest of the output must equal every other's on the same keys.
 
@@ -219,8 +221,8 @@ fn main() {
         "differential join of {} epochs x {} facts (each retracted {} epochs later) with a table of one row per key, {} rounds; seconds median [min, max]",
         args.epochs, args.inserts, args.window, args.rounds
     );
-    println!("| keys | hottest key | workers | join s | skew_join s | skew_join / join (time) | updates/s, join | updates/s, skew_join | join input busiest / mean, join | the same, skew_join |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("| keys | hottest key | workers | join s | skew_join s | updates/s, join | updates/s, skew_join | skew_join / join, updates/s (paired [range]) | join input busiest / mean, join | the same, skew_join | gain the balance allows |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for spec in &args.keys {
         let sampler = Arc::new(KeySampler::new(spec, 1));
         // Every fact is inserted and retracted.
@@ -237,21 +239,32 @@ fn main() {
                 }
             }
             let balance: Vec<f64> = runs.iter().map(|runs| max_over_mean(&runs[0].work)).collect();
+            let paired = spread(
+                runs[0]
+                    .iter()
+                    .zip(&runs[1])
+                    .map(|(join, skew)| join.seconds / skew.seconds)
+                    .collect(),
+            );
             let spreads: Vec<(f64, f64, f64)> = runs
                 .into_iter()
                 .map(|runs| spread(runs.iter().map(|run| run.seconds).collect()))
                 .collect();
             let cell = |(min, med, max): (f64, f64, f64)| format!("{med:.3} [{min:.3}, {max:.3}]");
             println!(
-                "| {spec} | {:.3} | {workers} | {} | {} | {:.2} | {:.2} M | {:.2} M | {:.2} | {:.2} |",
+                "| {spec} | {:.3} | {workers} | {} | {} | {:.2} M | {:.2} M | {:.2} ({:.2} [{:.2}, {:.2}]) | {:.2} | {:.2} | {:.2} |",
                 sampler.probability(0),
                 cell(spreads[0]),
                 cell(spreads[1]),
-                spreads[1].1 / spreads[0].1,
                 updates / spreads[0].1 / 1e6,
                 updates / spreads[1].1 / 1e6,
+                spreads[0].1 / spreads[1].1,
+                paired.1,
+                paired.0,
+                paired.2,
                 balance[0],
                 balance[1],
+                balance[0] / balance[1],
             );
         }
         for &workers in &args.work_workers {
@@ -262,11 +275,11 @@ fn main() {
             for (joiner, run) in Joiner::ALL.iter().zip(&runs) {
                 digests.push((joiner.name(), workers, run.digest));
             }
+            let (join, skew) = (max_over_mean(&runs[0].work), max_over_mean(&runs[1].work));
             println!(
-                "| {spec} | {:.3} | {workers} (work counts only) | | | | | | {:.2} | {:.2} |",
+                "| {spec} | {:.3} | {workers} (work counts only) | | | | | | {join:.2} | {skew:.2} | {:.2} |",
                 sampler.probability(0),
-                max_over_mean(&runs[0].work),
-                max_over_mean(&runs[1].work),
+                join / skew,
             );
         }
         assert!(

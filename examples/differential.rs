@@ -3,25 +3,33 @@
 //! epochs before. Without `--grouping` it counts with differential's own
 //! `count()`; with one, with `pkg_count_with(grouping, key_hash)`, which
 //! first spreads each key's updates over the workers the grouping picks.
+//! With `--join`, each inserted key is a fact (key, its record number),
+//! joined with a table of one row per key by differential's `join`, or with
+//! `--skew` by `skew_join`, which splits the hot keys' facts over several
+//! workers.
 //!
 //! ```text
 //! cargo run --release --example differential -- --grouping pkg --keys zipf:1.2:100000 \
 //!     --epochs 20 --inserts 200000 --window 3 -w 2 --report pkg.json
+//! cargo run --release --example differential -- --join --skew -w 2
 //! ```
 //!
 //! Several processes: give each the same flags plus `-n`, `-p` and
-//! `--hostfile`. The counts digest is the same for every grouping, worker
-//! count and process count.
+//! `--hostfile`. The output digest is the same for every grouping (or for
+//! `join` and `skew_join`), worker count and process count.
 
+use std::cell::Cell;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Parser;
-use differential_dataflow::input::Input;
+use differential_dataflow::input::{Input, InputSession};
+use differential_dataflow::VecCollection;
 use equipoise::common::hash::splitmix64;
-use equipoise::pkg::{key_hash, PkgCountCollection, PkgEvent, Scheme, LOG_NAME};
+use equipoise::pkg::{key_hash, PkgCountCollection, PkgEvent, Scheme, SkewEvent, SkewJoin, LOG_NAME, SKEW_LOG_NAME};
 use equipoise_lab::common::cluster::ClusterArgs;
 use equipoise_lab::common::driver::{run_gathered, OpenEpochs};
 use equipoise_lab::common::keys::{KeySampler, KeySpec};
@@ -50,6 +58,13 @@ struct Args {
     /// second (0: the less loaded, every time).
     #[arg(long, default_value_t = 0)]
     slack: u64,
+    /// Join the facts with a table of one row per key instead of counting
+    /// them (differential's `join`).
+    #[arg(long)]
+    join: bool,
+    /// With `--join`: join by `skew_join`, hot keys split over workers.
+    #[arg(long)]
+    skew: bool,
     /// Synthetic keys: zipf:<exponent>:<distinct>, mandelbrot:<s>:<q>:<distinct>
     /// or lognormal:<mu>:<sigma>:<distinct>.
     #[arg(long, default_value = "zipf:1.2:100000")]
@@ -78,10 +93,69 @@ struct Args {
     quiet: bool,
     /// With `--grouping`, the pact's decisions (timely log events: per
     /// second, the updates sent to each worker and the imbalance;
-    /// D-/W-Choices' head changes), one JSON object a line (with several
-    /// processes, process p writes FILE.p).
+    /// D-/W-Choices' head changes); with `--join --skew`, `skew_join`'s
+    /// (the hot keys and their shares; per time, the facts sent to each
+    /// worker). One JSON object a line (with several processes, process p
+    /// writes FILE.p).
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
+}
+
+/// A fact: its key and its record number; a table row: its key and value.
+type Fact = (u64, u64);
+
+/// A worker's input of records `D`.
+type Session<D> = InputSession<u64, D, isize>;
+
+/// Where a worker's updates go in: keys to count, or facts (key, record
+/// number) and the table to join them with.
+enum Feed {
+    Keys(Box<Session<u64>>),
+    /// The facts and the table.
+    Facts(Box<[Session<Fact>; 2]>),
+}
+
+impl Feed {
+    /// Record `record`, of key `key`, inserted (1) or retracted (-1).
+    fn update(&mut self, key: u64, record: u64, diff: isize) {
+        match self {
+            Feed::Keys(keys) => keys.update(key, diff),
+            Feed::Facts(inputs) => inputs[0].update((key, record), diff),
+        }
+    }
+
+    /// Closes the epochs before `epoch` and sends what was given.
+    fn advance_to(&mut self, epoch: u64) {
+        match self {
+            Feed::Keys(keys) => {
+                keys.advance_to(epoch);
+                keys.flush();
+            }
+            Feed::Facts(inputs) => {
+                for input in inputs.iter_mut() {
+                    input.advance_to(epoch);
+                    input.flush();
+                }
+            }
+        }
+    }
+}
+
+/// Folds every update of `output` into `digest` (see
+/// [`Report::counts_digest`]) and probes it with `probe`.
+fn watch<D: differential_dataflow::Data + std::hash::Hash>(
+    output: VecCollection<'_, u64, D, isize>,
+    digest: &Rc<Cell<u64>>,
+    probe: &ProbeHandle<u64>,
+) {
+    let digest = Rc::clone(digest);
+    output
+        .inspect(move |(record, time, diff)| {
+            let update = splitmix64(key_hash(&(record, time))).wrapping_mul(*diff as u64);
+            digest.set(digest.get().wrapping_add(update));
+        })
+        .inner
+        .probe_with(probe);
 }
 
 /// What one worker saw.
@@ -107,9 +181,11 @@ struct Report {
     updates: u64,
     elapsed_s: f64,
     updates_per_s: f64,
-    /// Wrapping sum, over every output update ((key, count), time, diff), of
-    /// diff × splitmix64(key_hash((key, count, time))): the same for every
-    /// counter, and different if any count came at another time.
+    /// Wrapping sum, over every output update (record, time, diff), of
+    /// diff × splitmix64(key_hash((record, time))), a record being (key,
+    /// count) or, joined, (key, (record number, row)): the same for every
+    /// counter (every join), and different if any output came at another
+    /// time.
     counts_digest: u64,
     /// Epoch latency (from an epoch's first update to its last count),
     /// over the epochs of every worker.
@@ -125,6 +201,12 @@ fn run(args: Args) -> Result<(), Error> {
     if args.inserts == 0 {
         return Err(Error::invalid("--inserts", "must be at least 1"));
     }
+    if args.skew && !args.join {
+        return Err(Error::invalid("--skew", "applies to --join only"));
+    }
+    if args.join && args.grouping.is_some() {
+        return Err(Error::invalid("--grouping", "counts; it does not apply to --join"));
+    }
     if args.slack > 0 && !args.grouping.is_some_and(Scheme::takes_slack) {
         return Err(Error::invalid(
             "--slack",
@@ -134,6 +216,8 @@ fn run(args: Args) -> Result<(), Error> {
     let mut cluster = args.cluster.clone();
     cluster.agree("--grouping", args.grouping);
     cluster.agree("--slack", args.slack);
+    cluster.agree("--join", args.join);
+    cluster.agree("--skew", args.skew);
     cluster.agree("--keys", &args.keys);
     cluster.agree("--epochs", args.epochs);
     cluster.agree("--inserts", args.inserts);
@@ -143,31 +227,43 @@ fn run(args: Args) -> Result<(), Error> {
     let sampler = Arc::new(KeySampler::new(&args.keys, args.seed));
     let (grouping, slack, epochs, inserts, window) =
         (args.grouping, args.slack, args.epochs, args.inserts, args.window);
+    let joiner = args.join.then_some(args.skew);
     let max_in_flight = args.max_in_flight.max(1);
 
     let job = move |worker: &mut timely::worker::Worker| {
         let (index, peers) = (worker.index() as u64, worker.peers() as u64);
         // Before the dataflow is built: the pact looks its logger up then.
         if let Some(log) = &log {
-            log.register::<PkgEvent>(worker, LOG_NAME);
+            match joiner {
+                None => log.register::<PkgEvent>(worker, LOG_NAME),
+                Some(_) => log.register::<SkewEvent>(worker, SKEW_LOG_NAME),
+            }
         }
-        let digest = std::rc::Rc::new(std::cell::Cell::new(0u64));
+        let digest = Rc::new(Cell::new(0u64));
         let probe = ProbeHandle::new();
-        let mut input = worker.dataflow::<u64, _, _>(|scope| {
-            let (input, keys) = scope.new_collection::<u64, isize>();
-            let counts = match grouping {
-                None => keys.count(),
-                Some(grouping) => keys.pkg_count_with(grouping.with_slack(slack), |key: &u64| key_hash(key)),
-            };
-            let digest = std::rc::Rc::clone(&digest);
-            counts
-                .inspect(move |((key, count), time, diff)| {
-                    let update = splitmix64(key_hash(&(key, count, time))).wrapping_mul(*diff as u64);
-                    digest.set(digest.get().wrapping_add(update));
-                })
-                .inner
-                .probe_with(&probe);
-            input
+        let mut input = worker.dataflow::<u64, _, _>(|scope| match joiner {
+            None => {
+                let (input, keys) = scope.new_collection::<u64, isize>();
+                let counts = match grouping {
+                    None => keys.count(),
+                    Some(grouping) => keys.pkg_count_with(grouping.with_slack(slack), |key: &u64| key_hash(key)),
+                };
+                watch(counts, &digest, &probe);
+                Feed::Keys(Box::new(input))
+            }
+            Some(skew) => {
+                let (facts, fact) = scope.new_collection::<(u64, u64), isize>();
+                let (mut table, rows) = scope.new_collection::<(u64, u64), isize>();
+                watch(
+                    if skew { fact.skew_join(rows) } else { fact.join(rows) },
+                    &digest,
+                    &probe,
+                );
+                for key in (index..sampler.distinct() as u64).step_by(peers as usize) {
+                    table.insert((key, key));
+                }
+                Feed::Facts(Box::new([facts, table]))
+            }
         });
         // This worker's share of epoch `epoch`'s inserts.
         let share = |epoch: u64| (epoch * inserts + index..(epoch + 1) * inserts).step_by(peers as usize);
@@ -176,15 +272,14 @@ fn run(args: Args) -> Result<(), Error> {
         for epoch in 0..epochs {
             open.begin(epoch);
             for record in share(epoch) {
-                input.insert(sampler.rank(record) as u64);
+                input.update(sampler.rank(record) as u64, record, 1);
             }
             if window > 0 && epoch >= window {
                 for record in share(epoch - window) {
-                    input.remove(sampler.rank(record) as u64);
+                    input.update(sampler.rank(record) as u64, record, -1);
                 }
             }
             input.advance_to(epoch + 1);
-            input.flush();
             // Parked while waiting, as timely's own loop does: a spinning
             // worker would take a core from the others.
             while open.len() as u64 >= max_in_flight {
@@ -203,10 +298,12 @@ fn run(args: Args) -> Result<(), Error> {
         }
     };
 
-    let counter = match grouping {
-        None => "count()".to_string(),
-        Some(grouping) if slack > 0 => format!("pkg_count_with({grouping}, slack {slack})"),
-        Some(grouping) => format!("pkg_count_with({grouping})"),
+    let counter = match (joiner, grouping) {
+        (Some(false), _) => "join()".to_string(),
+        (Some(true), _) => "skew_join()".to_string(),
+        (None, None) => "count()".to_string(),
+        (None, Some(grouping)) if slack > 0 => format!("pkg_count_with({grouping}, slack {slack})"),
+        (None, Some(grouping)) => format!("pkg_count_with({grouping})"),
     };
     let retracted = epochs.saturating_sub(window.max(1)) * u64::from(window > 0);
     let (keys, processes, workers) = (args.keys.to_string(), cluster.processes, cluster.total_workers());

@@ -1,7 +1,8 @@
 //! The differential example: `pkg_count_with` under every grouping counts a
 //! windowed collection (inserts and retractions) exactly as differential's
-//! own `count()` on one worker, at several workers and as two processes
-//! with a hostfile on 127.0.0.1.
+//! own `count()` on one worker, and `skew_join` joins it with a table
+//! exactly as `join` does, at several workers and as two processes with a
+//! hostfile on 127.0.0.1.
 
 use support::{report, run_example, run_two_processes, scratch};
 
@@ -79,6 +80,29 @@ fn every_grouping_counts_as_count_on_one_worker() {
 }
 
 #[test]
+fn skew_join_joins_as_join_on_one_worker() {
+    let reference = one_process("join-1.json", &["-w", "1", "--join"]);
+    assert_eq!(reference["counter"], "join()");
+    assert_ne!(reference["counts_digest"], 0, "an empty output would match anything");
+    for workers in ["2", "3", "4"] {
+        let run = one_process(
+            &format!("skew-join-{workers}.json"),
+            &["-w", workers, "--join", "--skew"],
+        );
+        assert_eq!(run["counter"], "skew_join()");
+        assert_eq!(run["counts_digest"], reference["counts_digest"], "{workers} workers");
+    }
+    let cluster = scratch("cluster-skew-join.json");
+    run_two_processes("differential", &[&COMMON[..], &["--join", "--skew"]].concat(), &cluster);
+    let cluster = report(&cluster);
+    assert_eq!(
+        (cluster["workers"].as_u64(), cluster["processes"].as_u64()),
+        (Some(4), Some(2))
+    );
+    assert_eq!(cluster["counts_digest"], reference["counts_digest"], "two processes");
+}
+
+#[test]
 fn bad_settings_are_clear_errors() {
     let out = run_example("differential", &["--inserts", "0"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -92,6 +116,15 @@ fn bad_settings_are_clear_errors() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(stderr.contains("--slack") && stderr.contains("pkg"), "{stderr}");
+    for (args, flag) in [
+        (&["--skew"][..], "--skew"),
+        (&["--join", "--grouping", "pkg"][..], "--grouping"),
+    ] {
+        let out = run_example("differential", args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(stderr.contains(flag) && stderr.contains("join"), "{stderr}");
+    }
     let out = run_example("differential", &["--grouping", "nope"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
