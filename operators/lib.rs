@@ -57,6 +57,11 @@ pub struct ReadmeDoctests;
 #[cfg(doctest)]
 pub struct PkgDocDoctests;
 
+/// The differential page's example, compiled and run as a doctest.
+#[doc = include_str!("../docs/differential.md")]
+#[cfg(all(doctest, feature = "differential"))]
+pub struct DifferentialDocDoctests;
+
 /// The shedding page's examples, compiled as doctests.
 #[doc = include_str!("../docs/shedding.md")]
 #[cfg(doctest)]

@@ -25,7 +25,7 @@ use crate::common::Error;
 /// let skew = Skew::default().with_hot_share(0.25)?.with_max_hot(256)?;
 /// assert!(Skew::default().with_hot_share(0.0).is_err());
 /// # let _ = skew;
-/// # Ok::<(), equipoise::Error>(())
+/// # Ok::<(), equipoise::common::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Skew {
