@@ -1,13 +1,20 @@
-//! `skew_join` against differential's own `join`: random collections with
+//! `skew_join`, `skew_semijoin` and `skew_antijoin` against differential's
+//! own `join`, `semijoin` and `antijoin`: random collections with
 //! insertions and retractions over several times, keys turning hot at
-//! different times, at 1 to 4 workers; the consolidated difference of the
-//! two outputs must be empty at every time.
+//! different times, at 1 to 4 workers; the consolidated difference of each
+//! pair of outputs must be empty at every time.
 
 use std::sync::{Arc, Mutex};
 
 use differential_dataflow::input::InputSession;
+use differential_dataflow::VecCollection;
 use equipoise::pkg::{Skew, SkewJoin};
 use proptest::prelude::*;
+
+/// Records of a semi- or antijoin as a join's, (key, (value, 0)).
+fn as_joined(records: VecCollection<'_, u64, (u8, u16), isize>) -> VecCollection<'_, u64, (u8, (u16, u16)), isize> {
+    records.map(|(key, value)| (key, (value, 0)))
+}
 
 /// Updates as (key, value, time, diff).
 type Updates = Vec<(u8, u16, u64, isize)>;
@@ -30,10 +37,18 @@ fn mismatches(workers: usize, left: Updates, right: Updates, skew: Skew) -> (usi
                 .clone()
                 .join(table.clone())
                 .inspect(move |_| found2.lock().unwrap().1 += 1);
+            // The semi- and antijoin with the table's keys, as (key, (value, 0)).
+            let keys = table.clone().map(|(key, _)| key);
+            let semi = as_joined(facts.clone().skew_semijoin(keys.clone()))
+                .concat(as_joined(facts.clone().semijoin(keys.clone())).negate());
+            let anti = as_joined(facts.clone().skew_antijoin(keys.clone()))
+                .concat(as_joined(facts.clone().antijoin(keys)).negate());
             let (probe, _) = facts
                 .skew_join_with(table, skew)
                 .negate()
                 .concat(expected)
+                .concat(semi)
+                .concat(anti)
                 .consolidate()
                 .inspect(move |update| {
                     eprintln!("mismatch: {update:?}");

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use differential_dataflow::difference::{Multiply, Present, Semigroup};
+use differential_dataflow::difference::{Abelian, Multiply, Present, Semigroup};
 use differential_dataflow::lattice::Lattice;
 use differential_dataflow::operators::arrange::arrangement::arrange_core;
 use differential_dataflow::trace::implementations::{ValBatcher, ValSpine};
@@ -64,6 +64,52 @@ pub trait SkewJoin<'scope, T: Timestamp, K, V, R> {
         V2: ExchangeData,
         R2: ExchangeData + Semigroup,
         R: Multiply<R2, Output: Semigroup + 'static>;
+
+    /// As differential's `join_map`, split as
+    /// [`skew_join`](Self::skew_join) by `skew`: `logic` of every pair of
+    /// records with equal keys.
+    fn skew_join_map<V2, R2, D, L>(
+        self,
+        other: VecCollection<'scope, T, (K, V2), R2>,
+        skew: Skew,
+        logic: L,
+    ) -> VecCollection<'scope, T, D, <R as Multiply<R2>>::Output>
+    where
+        V2: ExchangeData,
+        R2: ExchangeData + Semigroup,
+        R: Multiply<R2, Output: Semigroup + 'static>,
+        D: differential_dataflow::Data,
+        L: Fn(&K, &V, &V2) -> D + Clone + 'static;
+
+    /// As differential's `semijoin`, split as [`skew_join`](Self::skew_join):
+    /// the records of `self` whose key is in `other`, multiplicities
+    /// multiplied.
+    ///
+    /// ```
+    /// use differential_dataflow::input::Input;
+    /// use equipoise::pkg::SkewJoin;
+    ///
+    /// timely::example(|scope| {
+    ///     let facts = scope.new_collection_from((0..1000u64).map(|i| (if i % 2 == 0 { 0 } else { i % 10 }, i))).1;
+    ///     let wanted = scope.new_collection_from([0u64, 3, 7]).1;
+    ///     facts.clone().skew_semijoin(wanted.clone()).assert_eq(facts.clone().semijoin(wanted.clone()));
+    ///     facts.clone().skew_antijoin(wanted.clone()).assert_eq(facts.antijoin(wanted));
+    /// });
+    /// ```
+    fn skew_semijoin<R2>(
+        self,
+        other: VecCollection<'scope, T, K, R2>,
+    ) -> VecCollection<'scope, T, (K, V), <R as Multiply<R2>>::Output>
+    where
+        R2: ExchangeData + Semigroup,
+        R: Multiply<R2, Output: Semigroup + 'static>;
+
+    /// As differential's `antijoin`, split as [`skew_join`](Self::skew_join):
+    /// `self` less its [`skew_semijoin`](Self::skew_semijoin) with `other`.
+    fn skew_antijoin<R2>(self, other: VecCollection<'scope, T, K, R2>) -> VecCollection<'scope, T, (K, V), R>
+    where
+        R2: ExchangeData + Semigroup,
+        R: Multiply<R2, Output = R> + Abelian + 'static;
 }
 
 impl<'scope, T, K, V, R> SkewJoin<'scope, T, K, V, R> for VecCollection<'scope, T, (K, V), R>
@@ -92,11 +138,27 @@ where
         R2: ExchangeData + Semigroup,
         R: Multiply<R2, Output: Semigroup + 'static>,
     {
+        self.skew_join_map(other, skew, |key, val, val2| (key.clone(), (val.clone(), val2.clone())))
+    }
+
+    fn skew_join_map<V2, R2, D, L>(
+        self,
+        other: VecCollection<'scope, T, (K, V2), R2>,
+        skew: Skew,
+        logic: L,
+    ) -> VecCollection<'scope, T, D, <R as Multiply<R2>>::Output>
+    where
+        V2: ExchangeData,
+        R2: ExchangeData + Semigroup,
+        R: Multiply<R2, Output: Semigroup + 'static>,
+        D: differential_dataflow::Data,
+        L: Fn(&K, &V, &V2) -> D + Clone + 'static,
+    {
         let me = self.inner.scope().index();
         let peers = self.inner.scope().peers() as u64;
         if peers == 1 {
             // Nothing to split over.
-            return self.join(other);
+            return self.join_map(other, logic);
         }
         // This side: each update to its key's worker, or a hot key's to one of its workers.
         let logging = self
@@ -163,9 +225,30 @@ where
             "SkewJoinCopied",
             ValBatcher::new,
         );
-        let pair = |key: &K, val: &V, val2: &V2| Some((key.clone(), (val.clone(), val2.clone())));
+        let (first, second) = (logic.clone(), logic);
         mine.clone()
-            .join_core(theirs, pair)
-            .concat(mine.join_core(copied, pair))
+            .join_core(theirs, move |key, val, val2| Some(first(key, val, val2)))
+            .concat(mine.join_core(copied, move |key, val, val2| Some(second(key, val, val2))))
+    }
+
+    fn skew_semijoin<R2>(
+        self,
+        other: VecCollection<'scope, T, K, R2>,
+    ) -> VecCollection<'scope, T, (K, V), <R as Multiply<R2>>::Output>
+    where
+        R2: ExchangeData + Semigroup,
+        R: Multiply<R2, Output: Semigroup + 'static>,
+    {
+        self.skew_join_map(other.map(|key| (key, ())), Skew::default(), |key, val, _| {
+            (key.clone(), val.clone())
+        })
+    }
+
+    fn skew_antijoin<R2>(self, other: VecCollection<'scope, T, K, R2>) -> VecCollection<'scope, T, (K, V), R>
+    where
+        R2: ExchangeData + Semigroup,
+        R: Multiply<R2, Output = R> + Abelian + 'static,
+    {
+        self.clone().concat(self.skew_semijoin(other).negate())
     }
 }
