@@ -11,7 +11,8 @@
 //! the medians, and the median of each round's pair), and the join input's
 //! busiest worker over the mean worker (the speed-up the balance allows is
 //! the workers over that; the gain `skew_join`'s balance allows, join's
-//! over `skew_join`'s). `--work-workers` adds runs at more worker threads
+//! over `skew_join`'s), and the table rows copied to the hot keys' other
+//! workers (one row per key: at most d − 1 for a key dealt to d workers). `--work-workers` adds runs at more worker threads
 //! for the work counts alone (they do not depend on the cores). Every run's
 //! digest of the output must equal every other's on the same keys.
 
@@ -80,11 +81,14 @@ impl Joiner {
     }
 }
 
-/// A run's seconds, output digest, and the join input each worker arranged.
+/// A run's seconds, output digest, the join input each worker arranged,
+/// and the table rows copied to hot keys' other workers (and the hot keys).
 struct Run {
     seconds: f64,
     digest: u64,
     work: Vec<u64>,
+    copies: u64,
+    hot_keys: usize,
 }
 
 /// The worker differential's exchange sends a key to.
@@ -197,15 +201,20 @@ fn run(joiner: Joiner, sampler: &Arc<KeySampler>, workers: usize, args: &Args) -
     for row in 0..sampler.distinct() as u64 {
         work[worker_of(row, workers)] += 1;
     }
-    for (key, dealt) in hot.lock().unwrap().iter() {
+    let hot = hot.lock().unwrap();
+    let mut copies = 0;
+    for (key, dealt) in hot.iter() {
         for &worker in dealt.iter().filter(|&&worker| worker as u64 != key % workers as u64) {
             work[worker] += 1;
+            copies += 1;
         }
     }
     Run {
         seconds,
         digest: digest.load(Ordering::Relaxed),
         work,
+        copies,
+        hot_keys: hot.len(),
     }
 }
 
@@ -221,8 +230,8 @@ fn main() {
         "differential join of {} epochs x {} facts (each retracted {} epochs later) with a table of one row per key, {} rounds; seconds median [min, max]",
         args.epochs, args.inserts, args.window, args.rounds
     );
-    println!("| keys | hottest key | workers | join s | skew_join s | updates/s, join | updates/s, skew_join | skew_join / join, updates/s (paired [range]) | join input busiest / mean, join | the same, skew_join | gain the balance allows |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| keys | hottest key | workers | join s | skew_join s | updates/s, join | updates/s, skew_join | skew_join / join, updates/s (paired [range]) | join input busiest / mean, join | the same, skew_join | gain the balance allows | table rows copied (hot keys) |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for spec in &args.keys {
         let sampler = Arc::new(KeySampler::new(spec, 1));
         // Every fact is inserted and retracted.
@@ -239,6 +248,7 @@ fn main() {
                 }
             }
             let balance: Vec<f64> = runs.iter().map(|runs| max_over_mean(&runs[0].work)).collect();
+            let (copies, hot_keys) = (runs[1][0].copies, runs[1][0].hot_keys);
             let paired = spread(
                 runs[0]
                     .iter()
@@ -252,7 +262,7 @@ fn main() {
                 .collect();
             let cell = |(min, med, max): (f64, f64, f64)| format!("{med:.3} [{min:.3}, {max:.3}]");
             println!(
-                "| {spec} | {:.3} | {workers} | {} | {} | {:.2} M | {:.2} M | {:.2} ({:.2} [{:.2}, {:.2}]) | {:.2} | {:.2} | {:.2} |",
+                "| {spec} | {:.3} | {workers} | {} | {} | {:.2} M | {:.2} M | {:.2} ({:.2} [{:.2}, {:.2}]) | {:.2} | {:.2} | {:.2} | {copies} ({hot_keys}) |",
                 sampler.probability(0),
                 cell(spreads[0]),
                 cell(spreads[1]),
@@ -277,9 +287,11 @@ fn main() {
             }
             let (join, skew) = (max_over_mean(&runs[0].work), max_over_mean(&runs[1].work));
             println!(
-                "| {spec} | {:.3} | {workers} (work counts only) | | | | | | {join:.2} | {skew:.2} | {:.2} |",
+                "| {spec} | {:.3} | {workers} (work counts only) | | | | | | {join:.2} | {skew:.2} | {:.2} | {} ({}) |",
                 sampler.probability(0),
                 join / skew,
+                runs[1].copies,
+                runs[1].hot_keys,
             );
         }
         assert!(
