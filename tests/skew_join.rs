@@ -4,11 +4,12 @@
 //! different times, at 1 to 4 workers; the consolidated difference of each
 //! pair of outputs must be empty at every time.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use differential_dataflow::input::InputSession;
 use differential_dataflow::VecCollection;
-use equipoise::pkg::{Skew, SkewJoin};
+use equipoise::pkg::{Skew, SkewEvent, SkewEventBuilder, SkewJoin, SKEW_LOG_NAME};
 use proptest::prelude::*;
 
 /// Records of a semi- or antijoin as a join's, (key, (value, 0)).
@@ -19,14 +20,36 @@ fn as_joined(records: VecCollection<'_, u64, (u8, u16), isize>) -> VecCollection
 /// Updates as (key, value, time, diff).
 type Updates = Vec<(u8, u16, u64, isize)>;
 
-/// Mismatched updates between `skew_join` and `join` (should be none), and
-/// how many updates `join` produced (so that the comparison is not vacuous).
-fn mismatches(workers: usize, left: Updates, right: Updates, skew: Skew) -> (usize, usize) {
+/// What a run found: mismatched updates between the skew-proof operators
+/// and differential's (should be none), how many updates `join` produced
+/// (so that the comparison is not vacuous), and the deals the skew-proof
+/// operators made (each key's hash and workers, as logged).
+struct Found {
+    mismatched: usize,
+    produced: usize,
+    deals: Vec<(u64, Vec<usize>)>,
+}
+
+fn mismatches(workers: usize, left: Updates, right: Updates, skew: Skew) -> Found {
     let found = Arc::new(Mutex::new((0usize, 0usize)));
     let found2 = Arc::clone(&found);
+    let deals = Arc::new(Mutex::new(Vec::new()));
+    let deals2 = Arc::clone(&deals);
     let (left, right) = (Arc::new(left), Arc::new(right));
     timely::execute(timely::Config::process(workers), move |worker| {
         let (index, peers) = (worker.index(), worker.peers());
+        let deals = Arc::clone(&deals2);
+        // The join, semijoin and antijoin all log here.
+        worker
+            .log_register()
+            .expect("a registry")
+            .insert::<SkewEventBuilder, _>(SKEW_LOG_NAME, move |_, events| {
+                for (_, event) in events.iter().flat_map(|events| events.iter()) {
+                    if let SkewEvent::Hot { key, workers, .. } = event {
+                        deals.lock().unwrap().push((*key, workers.clone()));
+                    }
+                }
+            });
         let mut facts = InputSession::<u64, (u8, u16), isize>::new();
         let mut table = InputSession::<u64, (u8, u16), isize>::new();
         let (found, found2) = (Arc::clone(&found2), Arc::clone(&found2));
@@ -72,9 +95,9 @@ fn mismatches(workers: usize, left: Updates, right: Updates, skew: Skew) -> (usi
             table.advance_to(time + 1);
             facts.flush();
             table.flush();
-            // Step a little between times, so that hot keys are decided
-            // while later times are still open.
-            worker.step_while(|| probe.less_than(facts.time()) && index == 0 && time % 2 == 0);
+            // Every other time, every worker waits for it, so that hot keys
+            // are known before the next; in between they are learned late.
+            worker.step_while(|| probe.less_than(facts.time()) && time % 2 == 0);
         }
         facts.close();
         table.close();
@@ -83,8 +106,13 @@ fn mismatches(workers: usize, left: Updates, right: Updates, skew: Skew) -> (usi
         }
     })
     .expect("timely runs");
-    let found = *found.lock().unwrap();
-    found
+    let (mismatched, produced) = *found.lock().unwrap();
+    let deals = deals.lock().unwrap().clone();
+    Found {
+        mismatched,
+        produced,
+        deals,
+    }
 }
 
 /// A fact stream whose hot key changes from time to time (`hot[t]` at time
@@ -115,9 +143,52 @@ fn a_hot_key_split_over_workers_joins_as_join_does() {
     let (left, right) = skewed(&[0, 0, 1, 1, 2, 0], 300, 4);
     let skew = Skew::default().with_min_updates(1).unwrap();
     for workers in 1..=4 {
-        let (mismatched, produced) = mismatches(workers, left.clone(), right.clone(), skew);
-        assert_eq!(mismatched, 0, "{workers} workers");
-        assert!(produced > 1000, "{produced}");
+        let found = mismatches(workers, left.clone(), right.clone(), skew);
+        assert_eq!(found.mismatched, 0, "{workers} workers");
+        assert!(found.produced > 1000, "{}", found.produced);
+        // Keys were dealt over several workers (none on one worker).
+        assert_eq!(
+            found.deals.is_empty(),
+            workers == 1,
+            "{workers} workers: {:?}",
+            found.deals
+        );
+        assert!(
+            workers == 1 || found.deals.iter().any(|(_, dealt)| dealt.len() > 1),
+            "{:?}",
+            found.deals
+        );
+    }
+}
+
+#[test]
+fn a_key_dealt_anew_as_its_load_grows_joins_as_join_does() {
+    // Key 0's facts double every time: it is dealt anew as its load doubles.
+    let mut left = Vec::new();
+    for time in 0..7u64 {
+        for i in 0..(20usize << time) {
+            let key = if i % 4 == 0 { (i % 5) as u8 + 1 } else { 0 };
+            let value = i as u16 ^ ((time as u16) << 12);
+            left.push((key, value, time, 1));
+            if i % 3 == 0 {
+                left.push((key, value, time + 1, -1));
+            }
+        }
+    }
+    let (_, right) = skewed(&[0], 1, 1);
+    let skew = Skew::default().with_min_updates(1).unwrap();
+    for workers in [3, 4] {
+        let found = mismatches(workers, left.clone(), right.clone(), skew);
+        assert_eq!(found.mismatched, 0, "{workers} workers");
+        let mut deals: HashMap<u64, usize> = HashMap::new();
+        for (key, _) in &found.deals {
+            *deals.entry(*key).or_default() += 1;
+        }
+        assert!(
+            deals.values().any(|&count| count > 1),
+            "{workers} workers: {:?}",
+            found.deals
+        );
     }
 }
 
@@ -135,7 +206,6 @@ proptest! {
         let (left, mut right) = skewed(&hot, per_time, retract_every);
         right.extend(extra_right);
         let skew = Skew::default().with_min_updates(1).unwrap().with_hot_share(hot_share).unwrap();
-        let (mismatched, _) = mismatches(workers, left, right, skew);
-        prop_assert_eq!(mismatched, 0);
+        prop_assert_eq!(mismatches(workers, left, right, skew).mismatched, 0);
     }
 }

@@ -1,9 +1,8 @@
 //! Which keys a skew-proof differential operator splits, and over which
-//! workers: decided on one worker from every sender's per-time counts, so
-//! that every worker routes a key alike at every time. A key once hot stays
-//! hot (its parts may only widen): the workers that received a part of it
-//! keep a copy of the other side for good, which is what makes any split of
-//! its updates exact.
+//! workers: decided on one worker from every sender's per-time counts, and
+//! sent to every worker with the time it holds from. A key once hot stays
+//! hot: the workers that received a part of it keep a copy of the other
+//! side for good, which is what makes any split of its updates exact.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -14,10 +13,13 @@ use crate::common::Error;
 ///
 /// A key is hot once its updates, decayed over the last few times, reach
 /// `hot_share` of a worker's mean share (and at least
-/// [`min_updates`](Skew::with_min_updates)); it is then split over as
-/// many workers as keep each part under that share, at least 2. At most
-/// [`max_hot`](Skew::with_max_hot) keys are ever hot: each costs copies of
-/// the other side's updates for its key on its extra workers.
+/// [`min_updates`](Skew::with_min_updates)); it is then dealt over at most
+/// as many workers as would keep each part under that share (at least 2),
+/// the least loaded, each taking what brings it up to a common level (so
+/// a key may stay on one worker, the least loaded, where that is best). At
+/// most [`max_hot`](Skew::with_max_hot) keys are ever hot: each costs
+/// copies of the other side's updates for its key on its extra workers,
+/// and once the limit is reached no other key is split.
 ///
 /// ```
 /// use equipoise::pkg::Skew;
@@ -46,8 +48,8 @@ impl Default for Skew {
 
 impl Skew {
     /// A key is hot once it carries this share of a worker's mean load, in
-    /// (0, 1] (default 0.25: a key with a quarter of a worker's work is
-    /// split, so that each part is under a quarter too).
+    /// (0, 1] (default 0.1: a key with a tenth of a worker's work is
+    /// dealt).
     pub fn with_hot_share(self, hot_share: f64) -> Result<Self, Error> {
         if !(hot_share > 0.0 && hot_share <= 1.0) {
             return Err(Error::invalid(
@@ -141,7 +143,7 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
         }
         // Each part at most the hot share of a worker's mean load.
         let part = self.skew.hot_share * self.total / self.peers as f64;
-        let mut wanted: Vec<(K, usize)> = Vec::new();
+        let (mut wanted, mut new): (Vec<(K, usize)>, usize) = (Vec::new(), 0);
         for key in seen {
             let count = self.counts[&key];
             if count < part || count < self.skew.min_updates as f64 {
@@ -153,7 +155,10 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
                 // moves some of the key's records to other workers.
                 Some((_, dealt)) if count < 2.0 * dealt => {}
                 Some(_) => wanted.push((key, parts)),
-                None if self.hot.len() + wanted.len() < self.skew.max_hot => wanted.push((key, parts)),
+                None if self.hot.len() + new < self.skew.max_hot => {
+                    new += 1;
+                    wanted.push((key, parts))
+                }
                 None => {}
             }
         }

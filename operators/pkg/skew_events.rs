@@ -2,8 +2,9 @@
 //! events: a program registers a logger under [`SKEW_LOG_NAME`] with
 //! `worker.log_register()` before building its dataflow. The deciding
 //! worker logs each key it finds hot ([`SkewEvent::Hot`]); every worker
-//! logs, per time, how many of its updates it sent to each worker
-//! ([`SkewEvent::Routed`]). Nobody listening costs a branch per time.
+//! logs, as the hot keys move on from time to time (and once at the end),
+//! how many of its updates it sent to each worker since it last did
+//! ([`SkewEvent::Routed`]). Nobody listening costs a branch per update.
 
 use std::time::Duration;
 
@@ -29,7 +30,7 @@ pub enum SkewEvent {
         /// The share of its updates each of `workers` takes.
         shares: Vec<f64>,
     },
-    /// The updates of one time this worker sent on.
+    /// The updates this worker sent on since its last `Routed`.
     Routed {
         /// The sending worker.
         worker: usize,

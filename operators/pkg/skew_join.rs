@@ -186,9 +186,14 @@ where
             move |_, _| {
                 // The workers each of this worker's hot keys is copied to so far.
                 let mut sent: HashMap<K, Vec<usize>> = HashMap::new();
+                let mut last: Option<T> = None;
                 move |input, output| {
                     input.for_each_stamp(|cap, batches| {
                         let Some(time) = cap.least().cloned() else { return };
+                        // A copy stamped later than a deal it serves would
+                        // miss rows: the deals must come in time order.
+                        debug_assert!(last.as_ref().is_none_or(|last| last.less_equal(&time)));
+                        last = Some(time.clone());
                         let mut session = output.session(&cap);
                         for (key, shares) in batches.flat_map(|batch| batch.drain(..)) {
                             if key_route(&key) % peers != me as u64 {

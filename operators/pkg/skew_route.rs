@@ -1,11 +1,12 @@
 //! The dataflow half of the skew-proof operators. Each worker routes its
 //! updates by the hot keys it knows: a cold key's to the worker
 //! differential's exchange would send it to, a hot key's to one of its
-//! workers by a hash of the whole record (so that a retraction meets its
-//! insertion, and arrangements compact). As it routes, it counts one update
-//! in [`SAMPLE`] by key and time; once the routed updates of a time are
-//! arranged everywhere, it reports the counts to worker 0, which decides
-//! which keys are hot and how each is dealt, and tells every worker.
+//! workers by a hash of the whole record (so that, within one deal, a
+//! retraction meets its insertion and arrangements compact). As it routes,
+//! it counts about one update in [`SAMPLE`] by key and time; once the
+//! routed updates of a time are arranged everywhere, it reports the counts
+//! to worker 0, which decides which keys are hot and how each is dealt,
+//! and tells every worker.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
@@ -38,8 +39,9 @@ enum Count<K> {
     Total(u64, Vec<u64>),
 }
 
-/// Each worker counts one update in this many (and reports counts scaled
-/// up): a key at the hot share still has hundreds of samples per time at
+/// Each worker counts about one update in this many, at random strides
+/// (so that a periodic stream does not alias), and reports counts scaled
+/// up: a key at the hot share still has hundreds of samples per time at
 /// thousands of updates per worker, and counting every update cost a cache
 /// miss each (15 % of a join's time at 2 workers on 100 000 keys).
 const SAMPLE: u64 = 16;
@@ -79,6 +81,8 @@ pub(crate) struct Routes<K, T> {
     peers: u64,
     /// Updates until the next one counted.
     countdown: u64,
+    /// The state of the strides' generator (xorshift).
+    stride: u64,
     /// Sampled counts of the times not yet reported.
     counted: BTreeMap<T, Sampled<K>>,
     /// Updates sent to each worker since last logged (empty when nobody listens).
@@ -97,6 +101,7 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
             filter: vec![0; (FILTER_BITS / 64) as usize],
             peers,
             countdown: 0,
+            stride: splitmix64(scope.index() as u64) | 1,
             counted: BTreeMap::new(),
             sent: vec![0; if logging { peers as usize } else { 0 }],
         }))
@@ -133,7 +138,11 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
             }
         }
         if self.countdown == 0 {
-            self.countdown = SAMPLE - 1;
+            // A stride of 1 to 2 × SAMPLE − 1 updates, SAMPLE on average.
+            self.stride ^= self.stride << 13;
+            self.stride ^= self.stride >> 7;
+            self.stride ^= self.stride << 17;
+            self.countdown = self.stride % (2 * SAMPLE - 1);
             let peers = self.peers as usize;
             let (keys, owned) = self
                 .counted
@@ -259,7 +268,7 @@ where
             },
         )
         .broadcast();
-    hot.clone().sink(Pipeline, "SkewLearn", move |(input, frontier)| {
+    hot.clone().sink(Pipeline, "SkewLearn", move |(input, _)| {
         let mut routes = learn.borrow_mut();
         input.for_each_stamp(|cap, batches| {
             if let Some(time) = cap.least() {
@@ -268,9 +277,10 @@ where
                 }
             }
         });
-        // Once per time the hot keys pass: what was sent since the last.
+        // Whenever the hot keys move on (and once more as they end): what
+        // was sent since the last.
         if let Some(logger) = &logger {
-            if routes.sent.iter().any(|&count| count > 0) && !frontier.frontier().is_empty() {
+            if routes.sent.iter().any(|&count| count > 0) {
                 let sent = std::mem::replace(&mut routes.sent, vec![0; peers]);
                 logger.log(SkewEvent::Routed { worker: me, sent });
             }
