@@ -114,18 +114,17 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
         }
     }
 
-    /// Ends a time whose updates numbered `total`, `owned[w]` of them of
-    /// keys owned by worker w (`owner` names a key's), of which `counts`
-    /// were counted per reported key: the keys newly hot or dealt anew (on
-    /// doubling), each with its shares from now on.
+    /// Ends a time whose updates numbered `owned[w]` of keys owned by
+    /// worker w (`owner` names a key's), of which `counts` were counted per
+    /// reported key: the keys newly hot or dealt anew (on doubling), each
+    /// with its shares from now on.
     pub(crate) fn end_time(
         &mut self,
         counts: impl IntoIterator<Item = (K, u64)>,
-        total: u64,
         owned: &[u64],
         owner: impl Fn(&K) -> usize,
     ) -> Vec<(K, Shares)> {
-        self.total = self.total / 2.0 + total as f64;
+        self.total = self.total / 2.0 + owned.iter().sum::<u64>() as f64;
         for (load, &owned) in self.owned.iter_mut().zip(owned) {
             *load = *load / 2.0 + owned as f64;
         }
@@ -246,10 +245,12 @@ mod tests {
     }
 
     /// Each worker's updates when the keys of `counts` are owned as
-    /// `owner` says and the rest of `total` spreads evenly.
+    /// `owner` says and the rest of `total` spreads evenly (what does not
+    /// divide on worker 0).
     fn owned(counts: &[(&str, u64)], total: u64, peers: usize) -> Vec<u64> {
         let counted: u64 = counts.iter().map(|(_, c)| c).sum();
         let mut owned = vec![(total - counted) / peers as u64; peers];
+        owned[0] += (total - counted) % peers as u64;
         for (key, count) in counts {
             owned[owner(peers)(key)] += count;
         }
@@ -262,12 +263,7 @@ mod tests {
         total: u64,
     ) -> Vec<(&'static str, Shares)> {
         let peers = hot.peers;
-        let mut changes = hot.end_time(
-            counts.iter().copied(),
-            total,
-            &owned(counts, total, peers),
-            owner(peers),
-        );
+        let mut changes = hot.end_time(counts.iter().copied(), &owned(counts, total, peers), owner(peers));
         changes.sort_by(|a, b| a.0.cmp(b.0));
         changes
     }
@@ -304,7 +300,7 @@ mod tests {
         // with 300: the hot key "b" (owned by 1, 400 of 1 400) is dealt so
         // that both end at 700.
         let mut hot = HotKeys::new(2, Skew::default());
-        let changes = hot.end_time([("b", 400)], 1_400, &[300, 1_100], owner(2));
+        let changes = hot.end_time([("b", 400)], &[300, 1_100], owner(2));
         let shares = &changes[0].1;
         let to = |worker: usize| shares.iter().find(|(w, _)| *w == worker).map_or(0.0, |(_, s)| *s);
         assert!((to(0) - 1.0).abs() < 1e-9 && to(1) == 0.0, "{shares:?}");

@@ -16,7 +16,6 @@ use timely::order::TotalOrder;
 use timely::progress::Timestamp;
 
 use super::hot_keys::Skew;
-use super::skew_events::{SkewEventBuilder, SKEW_LOG_NAME};
 use super::skew_route::{hot_keys, key_route, route, Routes};
 
 /// What a join of `(K, V)` and `(K, V2)` records produces.
@@ -161,13 +160,7 @@ where
             return self.join_map(other, logic);
         }
         // This side: each update to its key's worker, or a hot key's to one of its workers.
-        let logging = self
-            .inner
-            .scope()
-            .worker()
-            .logger_for::<SkewEventBuilder>(SKEW_LOG_NAME)
-            .is_some();
-        let routes = Routes::shared(&self.inner.scope(), logging);
+        let routes = Routes::shared(&self.inner.scope());
         let mine = arrange_core::<_, _, ValBatcher<K, V, T, R>, ValSpine<K, V, T, R>>(
             self.inner,
             route(&routes),

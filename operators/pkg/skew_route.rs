@@ -35,8 +35,9 @@ use super::skew_events::{SkewEvent, SkewEventBuilder, SKEW_LOG_NAME};
 enum Count<K> {
     /// A key it saw often, and how often.
     Key(K, u64),
-    /// All its updates, and how many of them each worker owns the key of.
-    Total(u64, Vec<u64>),
+    /// How many of its updates each worker owns the key of (all of them,
+    /// summed).
+    Owned(Vec<u64>),
 }
 
 /// Each worker counts about one update in this many, at random strides
@@ -66,9 +67,9 @@ type HotSince<K, T> = (K, Vec<(T, Shares)>);
 /// and per owner.
 type Sampled<K> = (HashMap<u64, (K, u64), BuildHasherDefault<FingerprintHasher>>, Vec<u64>);
 
-/// One time's counts, as the deciding worker sums them: per key, all
-/// updates, and per owner.
-type Counted<K> = (HashMap<K, u64>, u64, Vec<u64>);
+/// One time's counts, as the deciding worker sums them: per key, and per
+/// owner.
+type Counted<K> = (HashMap<K, u64>, Vec<u64>);
 
 /// What a worker routes by and what it has counted, shared by the pact
 /// (which routes and counts), the operator that reports the counts and the
@@ -93,9 +94,11 @@ pub(crate) struct Routes<K, T> {
 pub(crate) type SharedRoutes<K, T> = Rc<RefCell<Routes<K, T>>>;
 
 impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
-    /// Routes with no key hot, for a worker of `scope`.
-    pub(crate) fn shared<'scope>(scope: &Scope<'scope, T>, logging: bool) -> SharedRoutes<K, T> {
+    /// Routes with no key hot, for a worker of `scope` (counting what it
+    /// sends where if anyone listens to the log).
+    pub(crate) fn shared<'scope>(scope: &Scope<'scope, T>) -> SharedRoutes<K, T> {
         let peers = scope.peers() as u64;
+        let logging = scope.worker().logger_for::<SkewEventBuilder>(SKEW_LOG_NAME).is_some();
         Rc::new(RefCell::new(Routes {
             hot: HashMap::default(),
             filter: vec![0; (FILTER_BITS / 64) as usize],
@@ -220,7 +223,7 @@ where
                             .filter(|&(_, count)| skew.reports(count, total, peers))
                             .map(|(key, count)| Count::Key(key, count)),
                     );
-                    session.give(Count::Total(total, owned));
+                    session.give(Count::Owned(owned));
                 }
                 match frontier.frontier().first() {
                     Some(time) => cap.iter_mut().for_each(|cap| cap.downgrade(time)),
@@ -236,23 +239,22 @@ where
                 let mut stash: TimeStash<T, Counted<K>> = TimeStash::default();
                 move |(input, frontier), output| {
                     input.for_each_stamp(|cap, batches| {
-                        let Some((counts, total, owned)) = stash.at(&cap) else {
+                        let Some((counts, owned)) = stash.at(&cap) else {
                             return;
                         };
                         owned.resize(peers, 0);
                         for count in batches.flat_map(|batch| batch.drain(..)) {
                             match count {
                                 Count::Key(key, count) => *counts.entry(key).or_default() += count,
-                                Count::Total(count, theirs) => {
-                                    *total += count;
-                                    owned.iter_mut().zip(theirs).for_each(|(mine, theirs)| *mine += theirs);
+                                Count::Owned(theirs) => {
+                                    owned.iter_mut().zip(theirs).for_each(|(mine, theirs)| *mine += theirs)
                                 }
                             }
                         }
                     });
-                    stash.drain_complete(frontier, |cap, (counts, total, owned)| {
+                    stash.drain_complete(frontier, |cap, (counts, owned)| {
                         let owner = |key: &K| (key_route(key) % peers as u64) as usize;
-                        let changes = hot.end_time(counts, total, &owned, owner);
+                        let changes = hot.end_time(counts, &owned, owner);
                         if let Some(logger) = &decisions {
                             for (key, shares) in &changes {
                                 logger.log(SkewEvent::Hot {
