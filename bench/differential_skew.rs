@@ -1,22 +1,31 @@
-//! Differential's own `join` against `skew_join` on a stream of keyed
-//! facts (each retracted `--window` epochs after its insertion) joined with
-//! a table of one row per key, side by side: seconds, and each worker's
-//! share of the join's input (the records each worker's join arranges).
+//! Differential's own operators against the skew-proof ones on a stream of
+//! keyed facts (each retracted `--window` epochs after its insertion), side
+//! by side: `join` and `skew_join` (the facts joined with a table of one
+//! row per key), `count` and `skew_count`, `distinct` and `skew_distinct`
+//! (of the facts' keys). Seconds, per-epoch latency, and each worker's
+//! share of the operator's input (the records each worker's join or
+//! reduction arranges).
 //!
-//! `cargo bench --bench differential_skew -- [--keys zipf:1.0:100000,zipf:1.2:100000,zipf:1.5:100000]
+//! `cargo bench --bench differential_skew -- [--ops join,count,distinct]
+//!  [--keys zipf:1.0:100000,zipf:1.2:100000,zipf:1.5:100000]
 //!  [--epochs 20] [--inserts 100000] [--window 3] [--workers 1,2,4] [--work-workers 16] [--rounds 3]`
 //!
 //! Every round runs each configuration once, in rotating order, with no
-//! logger registered; one more run of `skew_join` listens to its log for
-//! the work counts. The table
-//! gives the median seconds and their range, the ratio of updates/s (of
-//! the medians, and the median of each round's pair), and the join input's
-//! busiest worker over the mean worker (the speed-up the balance allows is
-//! the workers over that; the gain `skew_join`'s balance allows, join's
-//! over `skew_join`'s), and the table rows copied to the hot keys' other
-//! workers (one row per key: at most d − 1 for a key dealt to d workers). `--work-workers` adds runs at more worker threads
-//! for the work counts alone (they do not depend on the cores). Every run's
-//! digest of the output must equal every other's on the same keys.
+//! logger registered; one more run of the skew-proof operator listens to
+//! its log for the work counts. The table gives the median seconds and
+//! their range, the ratio of updates/s (of the medians, and the median of
+//! each round's pair), the median over rounds of each run's per-epoch p50
+//! and p99 latency (from an epoch's first update until its output is
+//! complete, over every worker's epochs), and the operator input's busiest
+//! worker over the mean worker (the speed-up the balance allows is the
+//! workers over that), the gain the work allows (differential's busiest
+//! worker's input over the skew-proof operator's: the reductions also
+//! shrink the total, as hot keys are combined), and for the join the table rows copied to the
+//! hot keys' other workers (one row per key: at most d − 1 for a key dealt
+//! to d workers), for the reductions the keys some worker combined.
+//! `--work-workers` adds runs at more worker threads for the work counts
+//! alone (they do not depend on the cores). Every run's digest of the
+//! output must equal every other's of the same operator on the same keys.
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
@@ -29,13 +38,19 @@ use clap::Parser;
 use differential_dataflow::input::Input;
 use differential_dataflow::{Hashable, VecCollection};
 use equipoise::common::hash::{key_hash, splitmix64};
-use equipoise::pkg::{SkewEvent, SkewEventBuilder, SkewJoin, SKEW_LOG_NAME};
+use equipoise::pkg::{SkewEvent, SkewEventBuilder, SkewJoin, SkewReduce, SKEW_LOG_NAME};
 use equipoise_lab::common::keys::{KeySampler, KeySpec};
+use equipoise_lab::common::latency::LatencySummary;
 use equipoise_lab::common::median::spread;
 use timely::dataflow::operators::Probe;
+use timely::dataflow::ProbeHandle;
 
 #[derive(Parser, Debug)]
 struct Args {
+    /// Operators, each against its skew-proof counterpart (comma-separated:
+    /// join, count, distinct).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "join,count,distinct")]
+    ops: Vec<Op>,
     /// Key distributions (comma-separated).
     #[arg(
         long,
@@ -66,27 +81,31 @@ struct Args {
     bench: bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Joiner {
+/// An operator of differential's with a skew-proof counterpart.
+#[derive(Clone, Copy, Debug, PartialEq, clap::ValueEnum)]
+enum Op {
     Join,
-    SkewJoin,
+    Count,
+    Distinct,
 }
 
-impl Joiner {
-    const ALL: [Joiner; 2] = [Joiner::Join, Joiner::SkewJoin];
-
-    fn name(self) -> &'static str {
+impl Op {
+    /// Differential's name and the skew-proof one's.
+    fn names(self) -> [&'static str; 2] {
         match self {
-            Joiner::Join => "join",
-            Joiner::SkewJoin => "skew_join",
+            Op::Join => ["join", "skew_join"],
+            Op::Count => ["count", "skew_count"],
+            Op::Distinct => ["distinct", "skew_distinct"],
         }
     }
 }
 
-/// A run's seconds, output digest, the join input each worker arranged,
-/// and the table rows copied to hot keys' other workers (and the hot keys).
+/// A run's seconds, per-epoch latency, output digest, the operator's input
+/// each worker arranged, the table rows copied to hot keys' other workers
+/// and the hot keys (dealt by the join, combined by the reductions).
 struct Run {
     seconds: f64,
+    latency: LatencySummary,
     digest: u64,
     work: Vec<u64>,
     copies: u64,
@@ -98,22 +117,39 @@ fn worker_of(key: u64, peers: usize) -> usize {
     (Hashable::hashed(&key) % peers as u64) as usize
 }
 
-/// One run; `counting` listens to `skew_join`'s log for the work counts
-/// (the timed runs do not, as a program that does not listen pays nothing
-/// for the log).
-fn run(joiner: Joiner, sampler: &Arc<KeySampler>, workers: usize, args: &Args, counting: bool) -> Run {
+/// Folds every update of `output` into `digest` and probes it with `probe`.
+fn watch<D: differential_dataflow::Data + std::hash::Hash>(
+    output: VecCollection<'_, u64, D, isize>,
+    digest: &Arc<AtomicU64>,
+    probe: &ProbeHandle<u64>,
+) {
+    let digest = Arc::clone(digest);
+    output
+        .inspect(move |(record, time, diff)| {
+            let update = splitmix64(key_hash(&(record, time))).wrapping_mul(*diff as u64);
+            digest.fetch_add(update, Ordering::Relaxed);
+        })
+        .inner
+        .probe_with(probe);
+}
+
+/// One run of `op` (the skew-proof one if `skew`); `counting` listens to
+/// the skew-proof operator's log for the work counts (the timed runs do
+/// not, as a program that does not listen pays nothing for the log).
+fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Args, counting: bool) -> Run {
     let (epochs, inserts, window) = (args.epochs, args.inserts, args.window);
     let digest = Arc::new(AtomicU64::new(0));
     let shared = Arc::clone(&digest);
-    // Per worker, the facts each worker received: logged by the skew join's routers, counted here for join.
-    let facts_at = Arc::new(Mutex::new(vec![0u64; workers]));
-    // Per hot key (by its route hash), every worker it was dealt to.
+    // Per worker, the updates each worker received, as the skew-proof operators log them.
+    let received = Arc::new(Mutex::new(vec![0u64; workers]));
+    // Per hot key (by its route hash), every worker it was dealt to (joins) or combined on (reductions).
     let hot = Arc::new(Mutex::new(HashMap::<u64, BTreeSet<usize>>::new()));
-    let (facts_at2, hot2) = (Arc::clone(&facts_at), Arc::clone(&hot));
+    let latencies = Arc::new(Mutex::new(Vec::new()));
+    let (received2, hot2, latencies2) = (Arc::clone(&received), Arc::clone(&hot), Arc::clone(&latencies));
     let keys = Arc::clone(sampler);
     let seconds = timely::execute(timely::Config::process(workers), move |worker| {
         let (index, peers) = (worker.index() as u64, worker.peers() as u64);
-        let (facts_at, hot) = (Arc::clone(&facts_at2), Arc::clone(&hot2));
+        let (received, hot) = (Arc::clone(&received2), Arc::clone(&hot2));
         let sent = Rc::new(RefCell::new(vec![0u64; peers as usize]));
         let logged = Rc::clone(&sent);
         if counting {
@@ -121,46 +157,51 @@ fn run(joiner: Joiner, sampler: &Arc<KeySampler>, workers: usize, args: &Args, c
                 .log_register()
                 .expect("logging")
                 .insert::<SkewEventBuilder, _>(SKEW_LOG_NAME, move |_, events| {
-                    if let Some(events) = events {
-                        for (_, event) in events.iter() {
-                            match event {
-                                SkewEvent::Routed { sent, .. } => {
-                                    for (total, count) in logged.borrow_mut().iter_mut().zip(sent) {
-                                        *total += count;
-                                    }
+                    for (_, event) in events.iter().flat_map(|events| events.iter()) {
+                        match event {
+                            SkewEvent::Routed { sent, .. } => {
+                                for (total, count) in logged.borrow_mut().iter_mut().zip(sent) {
+                                    *total += count;
                                 }
-                                SkewEvent::Hot { key, workers, .. } => {
-                                    hot.lock().unwrap().entry(*key).or_default().extend(workers)
-                                }
+                            }
+                            SkewEvent::Hot { key, workers, .. } => {
+                                hot.lock().unwrap().entry(*key).or_default().extend(workers)
+                            }
+                            SkewEvent::Combined { worker, keys } => {
+                                let mut hot = hot.lock().unwrap();
+                                keys.iter().for_each(|key| {
+                                    hot.entry(*key).or_default().insert(*worker);
+                                })
                             }
                         }
                     }
                 });
         }
-        let shared = Arc::clone(&shared);
-        let (mut facts, mut table, probe) = worker.dataflow::<u64, _, _>(|scope| {
+        let probe = ProbeHandle::new();
+        let (mut facts, mut table) = worker.dataflow::<u64, _, _>(|scope| {
             let (facts_input, facts) = scope.new_collection::<(u64, u64), isize>();
             let (table_input, table) = scope.new_collection::<(u64, u64), isize>();
-            let joined: VecCollection<'_, u64, (u64, (u64, u64)), isize> = match joiner {
-                Joiner::Join => facts.join(table),
-                Joiner::SkewJoin => facts.skew_join(table),
-            };
-            let probe = joined
-                .inspect(move |(record, time, diff)| {
-                    let update = splitmix64(key_hash(&(record, time))).wrapping_mul(*diff as u64);
-                    shared.fetch_add(update, Ordering::Relaxed);
-                })
-                .inner
-                .probe()
-                .0;
-            (facts_input, table_input, probe)
+            let keys = facts.clone().map(|(key, _)| key);
+            match (op, skew) {
+                (Op::Join, false) => watch(facts.join(table), &shared, &probe),
+                (Op::Join, true) => watch(facts.skew_join(table), &shared, &probe),
+                (Op::Count, false) => watch(keys.count(), &shared, &probe),
+                (Op::Count, true) => watch(keys.skew_count(), &shared, &probe),
+                (Op::Distinct, false) => watch(keys.distinct(), &shared, &probe),
+                (Op::Distinct, true) => watch(keys.skew_distinct(), &shared, &probe),
+            }
+            (facts_input, table_input)
         });
         let start = Instant::now();
         let key = |record: u64| keys.rank(record) as u64;
-        for row in (index..keys.distinct() as u64).step_by(peers as usize) {
-            table.insert((row, row));
+        if op == Op::Join {
+            for row in (index..keys.distinct() as u64).step_by(peers as usize) {
+                table.insert((row, row));
+            }
         }
+        let mut epoch_us = Vec::new();
         for epoch in 0..epochs + window {
+            let began = Instant::now();
             for (first, diff) in [(epoch, 1isize), (epoch.wrapping_sub(window), -1)] {
                 if first >= epochs {
                     continue;
@@ -178,13 +219,15 @@ fn run(joiner: Joiner, sampler: &Arc<KeySampler>, workers: usize, args: &Args, c
             while probe.less_than(facts.time()) {
                 worker.step_or_park(None);
             }
+            epoch_us.push(began.elapsed().as_micros() as u64);
         }
         let seconds = start.elapsed().as_secs_f64();
         drop(worker.log_register().map(|mut register| register.remove(SKEW_LOG_NAME)));
-        let mut facts_at = facts_at.lock().unwrap();
-        for (total, count) in facts_at.iter_mut().zip(sent.borrow().iter()) {
+        let mut received = received.lock().unwrap();
+        for (total, count) in received.iter_mut().zip(sent.borrow().iter()) {
             *total += count;
         }
+        latencies2.lock().unwrap().extend(epoch_us);
         seconds
     })
     .expect("timely runs")
@@ -192,32 +235,36 @@ fn run(joiner: Joiner, sampler: &Arc<KeySampler>, workers: usize, args: &Args, c
     .into_iter()
     .map(|seconds| seconds.expect("a worker finishes"))
     .fold(0.0, f64::max);
-    // The join's input per worker: the facts it received and the table rows
-    // it arranged (each hot key's row copied to its other workers).
-    let mut work = match joiner {
-        Joiner::SkewJoin => facts_at.lock().unwrap().clone(),
-        Joiner::Join => {
-            let mut work = vec![0u64; workers];
-            for record in 0..args.epochs * args.inserts {
-                // Inserted, and retracted later.
-                work[worker_of(sampler.rank(record) as u64, workers)] += 2;
-            }
-            work
+    // The operator's input per worker: the facts (or keys) it received, and
+    // for the join the table rows it arranged (each hot key's row copied to
+    // its other workers).
+    let mut work = if skew {
+        received.lock().unwrap().clone()
+    } else {
+        let mut work = vec![0u64; workers];
+        for record in 0..args.epochs * args.inserts {
+            // Inserted, and retracted later.
+            work[worker_of(sampler.rank(record) as u64, workers)] += 2;
         }
+        work
     };
-    for row in 0..sampler.distinct() as u64 {
-        work[worker_of(row, workers)] += 1;
-    }
     let hot = hot.lock().unwrap();
     let mut copies = 0;
-    for (key, dealt) in hot.iter() {
-        for &worker in dealt.iter().filter(|&&worker| worker as u64 != key % workers as u64) {
-            work[worker] += 1;
-            copies += 1;
+    if op == Op::Join {
+        for row in 0..sampler.distinct() as u64 {
+            work[worker_of(row, workers)] += 1;
+        }
+        for (key, dealt) in hot.iter() {
+            for &worker in dealt.iter().filter(|&&worker| worker as u64 != key % workers as u64) {
+                work[worker] += 1;
+                copies += 1;
+            }
         }
     }
+    let latency = LatencySummary::from_micros(&latencies.lock().unwrap());
     Run {
         seconds,
+        latency,
         digest: digest.load(Ordering::Relaxed),
         work,
         copies,
@@ -225,88 +272,103 @@ fn run(joiner: Joiner, sampler: &Arc<KeySampler>, workers: usize, args: &Args, c
     }
 }
 
+/// The busiest worker's work.
+fn busiest(work: &[u64]) -> f64 {
+    work.iter().copied().max().unwrap_or(0).max(1) as f64
+}
+
 /// The busiest worker's share of the work over the mean worker's.
 fn max_over_mean(work: &[u64]) -> f64 {
     let mean = work.iter().sum::<u64>() as f64 / work.len() as f64;
-    *work.iter().max().unwrap_or(&0) as f64 / mean.max(1.0)
+    busiest(work) / mean.max(1.0)
 }
 
 fn main() {
     let args = Args::parse();
     println!(
-        "differential join of {} epochs x {} facts (each retracted {} epochs later) with a table of one row per key, {} rounds; seconds median [min, max]",
+        "differential operators on {} epochs x {} facts (each retracted {} epochs later), joins with a table of one row per key, {} rounds; seconds median [min, max]; epoch latency ms, median over rounds",
         args.epochs, args.inserts, args.window, args.rounds
     );
-    println!("| keys | hottest key | workers | join s | skew_join s | updates/s, join | updates/s, skew_join | skew_join / join, updates/s (paired [range]) | join input busiest / mean, join | the same, skew_join | gain the balance allows | table rows copied (hot keys) |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
-    for spec in &args.keys {
-        let sampler = Arc::new(KeySampler::new(spec, 1));
-        // Every fact is inserted and retracted.
-        let updates = (2 * args.epochs * args.inserts) as f64;
-        let mut digests = Vec::new();
-        for &workers in &args.workers {
-            let mut runs: Vec<Vec<Run>> = vec![Vec::new(), Vec::new()];
-            for round in 0..args.rounds {
-                for offset in 0..Joiner::ALL.len() {
-                    let which = (offset + round) % Joiner::ALL.len();
-                    let run = run(Joiner::ALL[which], &sampler, workers, &args, false);
-                    digests.push((Joiner::ALL[which].name(), workers, run.digest));
-                    runs[which].push(run);
+    println!("| operator | keys | hottest key | workers | differential's s | skew-proof s | updates/s, differential's | updates/s, skew-proof | skew-proof / differential's, updates/s (paired [range]) | epoch p50 / p99 ms, differential's | the same, skew-proof | input busiest / mean, differential's | the same, skew-proof | gain the work allows (busiest's input, differential's / skew-proof) | table rows copied (hot keys) |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    // Every fact is inserted and retracted.
+    let updates = (2 * args.epochs * args.inserts) as f64;
+    for &op in &args.ops {
+        let [plain, skewed] = op.names();
+        for spec in &args.keys {
+            let sampler = Arc::new(KeySampler::new(spec, 1));
+            let mut digests = Vec::new();
+            for &workers in &args.workers {
+                let mut runs: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
+                for round in 0..args.rounds {
+                    for offset in 0..2 {
+                        let which = (offset + round) % 2;
+                        let run = run(op, which == 1, &sampler, workers, &args, false);
+                        digests.push((op.names()[which], workers, run.digest));
+                        runs[which].push(run);
+                    }
                 }
-            }
-            // The work counts from a run that listens to the log, untimed.
-            let counted = run(Joiner::SkewJoin, &sampler, workers, &args, true);
-            digests.push(("skew_join, counted", workers, counted.digest));
-            let balance = [max_over_mean(&runs[0][0].work), max_over_mean(&counted.work)];
-            let (copies, hot_keys) = (counted.copies, counted.hot_keys);
-            let paired = spread(
-                runs[0]
+                // The work counts from a run that listens to the log, untimed.
+                let counted = run(op, true, &sampler, workers, &args, true);
+                digests.push(("counted", workers, counted.digest));
+                let balance = [max_over_mean(&runs[0][0].work), max_over_mean(&counted.work)];
+                let gain = busiest(&runs[0][0].work) / busiest(&counted.work);
+                let paired = spread(
+                    runs[0]
+                        .iter()
+                        .zip(&runs[1])
+                        .map(|(plain, skew)| plain.seconds / skew.seconds)
+                        .collect(),
+                );
+                let latency = |runs: &[Run]| {
+                    let p50 = spread(runs.iter().map(|run| run.latency.p50).collect()).1;
+                    let p99 = spread(runs.iter().map(|run| run.latency.p99).collect()).1;
+                    format!("{p50:.1} / {p99:.1}")
+                };
+                let latencies = [latency(&runs[0]), latency(&runs[1])];
+                let spreads: Vec<(f64, f64, f64)> = runs
                     .iter()
-                    .zip(&runs[1])
-                    .map(|(join, skew)| join.seconds / skew.seconds)
-                    .collect(),
-            );
-            let spreads: Vec<(f64, f64, f64)> = runs
-                .into_iter()
-                .map(|runs| spread(runs.iter().map(|run| run.seconds).collect()))
-                .collect();
-            let cell = |(min, med, max): (f64, f64, f64)| format!("{med:.3} [{min:.3}, {max:.3}]");
-            println!(
-                "| {spec} | {:.3} | {workers} | {} | {} | {:.2} M | {:.2} M | {:.2} ({:.2} [{:.2}, {:.2}]) | {:.2} | {:.2} | {:.2} | {copies} ({hot_keys}) |",
-                sampler.probability(0),
-                cell(spreads[0]),
-                cell(spreads[1]),
-                updates / spreads[0].1 / 1e6,
-                updates / spreads[1].1 / 1e6,
-                spreads[0].1 / spreads[1].1,
-                paired.1,
-                paired.0,
-                paired.2,
-                balance[0],
-                balance[1],
-                balance[0] / balance[1],
-            );
-        }
-        for &workers in &args.work_workers {
-            let runs: Vec<Run> = Joiner::ALL
-                .iter()
-                .map(|&joiner| run(joiner, &sampler, workers, &args, true))
-                .collect();
-            for (joiner, run) in Joiner::ALL.iter().zip(&runs) {
-                digests.push((joiner.name(), workers, run.digest));
+                    .map(|runs| spread(runs.iter().map(|run| run.seconds).collect()))
+                    .collect();
+                let cell = |(min, med, max): (f64, f64, f64)| format!("{med:.3} [{min:.3}, {max:.3}]");
+                println!(
+                    "| {plain} / {skewed} | {spec} | {:.3} | {workers} | {} | {} | {:.2} M | {:.2} M | {:.2} ({:.2} [{:.2}, {:.2}]) | {} | {} | {:.2} | {:.2} | {:.2} | {} ({}) |",
+                    sampler.probability(0),
+                    cell(spreads[0]),
+                    cell(spreads[1]),
+                    updates / spreads[0].1 / 1e6,
+                    updates / spreads[1].1 / 1e6,
+                    spreads[0].1 / spreads[1].1,
+                    paired.1,
+                    paired.0,
+                    paired.2,
+                    latencies[0],
+                    latencies[1],
+                    balance[0],
+                    balance[1],
+                    gain,
+                    counted.copies,
+                    counted.hot_keys,
+                );
             }
-            let (join, skew) = (max_over_mean(&runs[0].work), max_over_mean(&runs[1].work));
-            println!(
-                "| {spec} | {:.3} | {workers} (work counts only) | | | | | | {join:.2} | {skew:.2} | {:.2} | {} ({}) |",
-                sampler.probability(0),
-                join / skew,
-                runs[1].copies,
-                runs[1].hot_keys,
+            for &workers in &args.work_workers {
+                let runs = [false, true].map(|skew| run(op, skew, &sampler, workers, &args, true));
+                for (name, run) in op.names().iter().zip(&runs) {
+                    digests.push((name, workers, run.digest));
+                }
+                let (plain_balance, skew_balance) = (max_over_mean(&runs[0].work), max_over_mean(&runs[1].work));
+                println!(
+                    "| {plain} / {skewed} | {spec} | {:.3} | {workers} (work counts only) | | | | | | | | {plain_balance:.2} | {skew_balance:.2} | {:.2} | {} ({}) |",
+                    sampler.probability(0),
+                    busiest(&runs[0].work) / busiest(&runs[1].work),
+                    runs[1].copies,
+                    runs[1].hot_keys,
+                );
+            }
+            assert!(
+                digests.iter().all(|(_, _, digest)| *digest == digests[0].2),
+                "{plain} on {spec}: the outputs disagree: {digests:?}"
             );
         }
-        assert!(
-            digests.iter().all(|(_, _, digest)| *digest == digests[0].2),
-            "{spec}: the joins disagree: {digests:?}"
-        );
     }
 }

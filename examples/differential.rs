@@ -3,14 +3,18 @@
 //! epochs before. Without `--grouping` it counts with differential's own
 //! `count()`; with one, with `pkg_count_with(grouping, key_hash)`, which
 //! first spreads each key's updates over the workers the grouping picks.
-//! With `--join`, each inserted key is a fact (key, its record number),
-//! joined with a table of one row per key by differential's `join`, or with
-//! `--skew` by `skew_join`, which splits the hot keys' facts over several
-//! workers.
+//! `--reduce distinct` keeps each key in the window once instead
+//! (`distinct()`). With `--skew`, `skew_count()` (`skew_distinct()`)
+//! instead, which sums each worker's updates of its hot keys before the
+//! exchange. With `--join`, each inserted key is a fact (key, its record
+//! number), joined with a table of one row per key by differential's
+//! `join`, or with `--skew` by `skew_join`, which splits the hot keys'
+//! facts over several workers.
 //!
 //! ```text
 //! cargo run --release --example differential -- --grouping pkg --keys zipf:1.2:100000 \
 //!     --epochs 20 --inserts 200000 --window 3 -w 2 --report pkg.json
+//! cargo run --release --example differential -- --skew --reduce distinct -w 2
 //! cargo run --release --example differential -- --join --skew -w 2
 //! ```
 //!
@@ -29,7 +33,9 @@ use clap::Parser;
 use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::VecCollection;
 use equipoise::common::hash::splitmix64;
-use equipoise::pkg::{key_hash, PkgCountCollection, PkgEvent, Scheme, SkewEvent, SkewJoin, LOG_NAME, SKEW_LOG_NAME};
+use equipoise::pkg::{
+    key_hash, PkgCountCollection, PkgEvent, Scheme, SkewEvent, SkewJoin, SkewReduce, LOG_NAME, SKEW_LOG_NAME,
+};
 use equipoise_lab::common::cluster::ClusterArgs;
 use equipoise_lab::common::driver::{run_gathered, OpenEpochs};
 use equipoise_lab::common::keys::{KeySampler, KeySpec};
@@ -41,8 +47,8 @@ use serde::{Deserialize, Serialize};
 use timely::dataflow::operators::Probe;
 use timely::dataflow::ProbeHandle;
 
-/// Counts of a skewed collection over a sliding window, by `count()` or
-/// `pkg_count_with`.
+/// Counts (or distinct keys) of a skewed collection over a sliding
+/// window, or its join with a table.
 #[derive(Parser, Debug)]
 #[command(version)]
 struct Args {
@@ -62,9 +68,15 @@ struct Args {
     /// them (differential's `join`).
     #[arg(long)]
     join: bool,
-    /// With `--join`: join by `skew_join`, hot keys split over workers.
+    /// Split the hot keys: `skew_count()` or `skew_distinct()` (each worker
+    /// sums its hot keys' updates before the exchange), or with `--join`,
+    /// `skew_join` (hot keys' facts split over workers).
     #[arg(long)]
     skew: bool,
+    /// What to reduce the keys in the window to: `count` (each key with its
+    /// multiplicity) or `distinct` (each key once).
+    #[arg(long, value_enum, default_value_t = Reduce::Count)]
+    reduce: Reduce,
     /// Synthetic keys: zipf:<exponent>:<distinct>, mandelbrot:<s>:<q>:<distinct>
     /// or lognormal:<mu>:<sigma>:<distinct>.
     #[arg(long, default_value = "zipf:1.2:100000")]
@@ -93,12 +105,20 @@ struct Args {
     quiet: bool,
     /// With `--grouping`, the pact's decisions (timely log events: per
     /// second, the updates sent to each worker and the imbalance;
-    /// D-/W-Choices' head changes); with `--join --skew`, `skew_join`'s
-    /// (the hot keys and their shares; per time, the facts sent to each
-    /// worker). One JSON object a line (with several processes, process p
+    /// D-/W-Choices' head changes); with `--skew`, the skew-proof
+    /// operator's (`skew_join`: the hot keys and their shares; the count and
+    /// distinct: the keys each worker combines; both: the updates each
+    /// worker sent to each). One JSON object a line (with several processes, process p
     /// writes FILE.p).
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
+}
+
+/// What the keys in the window are reduced to.
+#[derive(Clone, Copy, Debug, PartialEq, clap::ValueEnum, Serialize)]
+enum Reduce {
+    Count,
+    Distinct,
 }
 
 /// A fact: its key and its record number; a table row: its key and value.
@@ -201,11 +221,20 @@ fn run(args: Args) -> Result<(), Error> {
     if args.inserts == 0 {
         return Err(Error::invalid("--inserts", "must be at least 1"));
     }
-    if args.skew && !args.join {
-        return Err(Error::invalid("--skew", "applies to --join only"));
-    }
     if args.join && args.grouping.is_some() {
         return Err(Error::invalid("--grouping", "counts; it does not apply to --join"));
+    }
+    if args.skew && args.grouping.is_some() {
+        return Err(Error::invalid(
+            "--skew",
+            "routes by itself; it does not combine with --grouping",
+        ));
+    }
+    if args.reduce != Reduce::Count && (args.join || args.grouping.is_some()) {
+        return Err(Error::invalid(
+            "--reduce",
+            "applies to the count of keys only (not with --join or --grouping)",
+        ));
     }
     if args.slack > 0 && !args.grouping.is_some_and(Scheme::takes_slack) {
         return Err(Error::invalid(
@@ -218,6 +247,7 @@ fn run(args: Args) -> Result<(), Error> {
     cluster.agree("--slack", args.slack);
     cluster.agree("--join", args.join);
     cluster.agree("--skew", args.skew);
+    cluster.agree("--reduce", format!("{:?}", args.reduce));
     cluster.agree("--keys", &args.keys);
     cluster.agree("--epochs", args.epochs);
     cluster.agree("--inserts", args.inserts);
@@ -225,8 +255,15 @@ fn run(args: Args) -> Result<(), Error> {
     cluster.agree("--seed", args.seed);
     let log = LogFile::for_flag(args.log.as_deref(), &cluster)?;
     let sampler = Arc::new(KeySampler::new(&args.keys, args.seed));
-    let (grouping, slack, epochs, inserts, window) =
-        (args.grouping, args.slack, args.epochs, args.inserts, args.window);
+    let (grouping, slack, epochs, inserts, window, reduce, skew) = (
+        args.grouping,
+        args.slack,
+        args.epochs,
+        args.inserts,
+        args.window,
+        args.reduce,
+        args.skew,
+    );
     let joiner = args.join.then_some(args.skew);
     let max_in_flight = args.max_in_flight.max(1);
 
@@ -235,8 +272,8 @@ fn run(args: Args) -> Result<(), Error> {
         // Before the dataflow is built: the pact looks its logger up then.
         if let Some(log) = &log {
             match joiner {
-                None => log.register::<PkgEvent>(worker, LOG_NAME),
-                Some(_) => log.register::<SkewEvent>(worker, SKEW_LOG_NAME),
+                None if !skew => log.register::<PkgEvent>(worker, LOG_NAME),
+                _ => log.register::<SkewEvent>(worker, SKEW_LOG_NAME),
             }
         }
         let digest = Rc::new(Cell::new(0u64));
@@ -244,11 +281,17 @@ fn run(args: Args) -> Result<(), Error> {
         let mut input = worker.dataflow::<u64, _, _>(|scope| match joiner {
             None => {
                 let (input, keys) = scope.new_collection::<u64, isize>();
-                let counts = match grouping {
-                    None => keys.count(),
-                    Some(grouping) => keys.pkg_count_with(grouping.with_slack(slack), |key: &u64| key_hash(key)),
-                };
-                watch(counts, &digest, &probe);
+                match (grouping, reduce, skew) {
+                    (Some(grouping), _, _) => watch(
+                        keys.pkg_count_with(grouping.with_slack(slack), |key: &u64| key_hash(key)),
+                        &digest,
+                        &probe,
+                    ),
+                    (None, Reduce::Count, false) => watch(keys.count(), &digest, &probe),
+                    (None, Reduce::Count, true) => watch(keys.skew_count(), &digest, &probe),
+                    (None, Reduce::Distinct, false) => watch(keys.distinct(), &digest, &probe),
+                    (None, Reduce::Distinct, true) => watch(keys.skew_distinct(), &digest, &probe),
+                }
                 Feed::Keys(Box::new(input))
             }
             Some(skew) => {
@@ -301,7 +344,13 @@ fn run(args: Args) -> Result<(), Error> {
     let counter = match (joiner, grouping) {
         (Some(false), _) => "join()".to_string(),
         (Some(true), _) => "skew_join()".to_string(),
-        (None, None) => "count()".to_string(),
+        (None, None) => match (reduce, skew) {
+            (Reduce::Count, false) => "count()",
+            (Reduce::Count, true) => "skew_count()",
+            (Reduce::Distinct, false) => "distinct()",
+            (Reduce::Distinct, true) => "skew_distinct()",
+        }
+        .to_string(),
         (None, Some(grouping)) if slack > 0 => format!("pkg_count_with({grouping}, slack {slack})"),
         (None, Some(grouping)) => format!("pkg_count_with({grouping})"),
     };

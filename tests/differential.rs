@@ -23,11 +23,40 @@ const COMMON: [&str; 8] = [
     "2",
 ];
 
+/// [`COMMON`] with three times the inserts: enough updates that every
+/// worker of four combines its hot keys.
+const MORE: [&str; 8] = [
+    "--keys",
+    "zipf:2.0:5000",
+    "--epochs",
+    "6",
+    "--inserts",
+    "60000",
+    "--window",
+    "2",
+];
+
+/// The report of a run as two processes of two workers each.
+fn two_processes(name: &str, args: &[&str]) -> serde_json::Value {
+    let path = scratch(name);
+    run_two_processes("differential", args, &path);
+    let cluster = report(&path);
+    assert_eq!(
+        (cluster["workers"].as_u64(), cluster["processes"].as_u64()),
+        (Some(4), Some(2))
+    );
+    cluster
+}
+
 fn one_process(name: &str, args: &[&str]) -> serde_json::Value {
+    one_process_with(&COMMON, name, args)
+}
+
+fn one_process_with(common: &[&str], name: &str, args: &[&str]) -> serde_json::Value {
     let path = scratch(name);
     let out = run_example(
         "differential",
-        &[&COMMON[..], args, &["--report", path.to_str().unwrap()]].concat(),
+        &[common, args, &["--report", path.to_str().unwrap()]].concat(),
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     report(&path)
@@ -61,16 +90,9 @@ fn every_grouping_counts_as_count_on_one_worker() {
             sticky["counts_digest"], reference["counts_digest"],
             "{grouping} with a slack"
         );
-        let cluster = scratch(&format!("cluster-{grouping}.json"));
-        run_two_processes(
-            "differential",
+        let cluster = two_processes(
+            &format!("cluster-{grouping}.json"),
             &[&COMMON[..], &["--grouping", grouping]].concat(),
-            &cluster,
-        );
-        let cluster = report(&cluster);
-        assert_eq!(
-            (cluster["workers"].as_u64(), cluster["processes"].as_u64()),
-            (Some(4), Some(2))
         );
         assert_eq!(
             cluster["counts_digest"], reference["counts_digest"],
@@ -92,14 +114,49 @@ fn skew_join_joins_as_join_on_one_worker() {
         assert_eq!(run["counter"], "skew_join()");
         assert_eq!(run["counts_digest"], reference["counts_digest"], "{workers} workers");
     }
-    let cluster = scratch("cluster-skew-join.json");
-    run_two_processes("differential", &[&COMMON[..], &["--join", "--skew"]].concat(), &cluster);
-    let cluster = report(&cluster);
-    assert_eq!(
-        (cluster["workers"].as_u64(), cluster["processes"].as_u64()),
-        (Some(4), Some(2))
-    );
+    let cluster = two_processes("cluster-skew-join.json", &[&COMMON[..], &["--join", "--skew"]].concat());
     assert_eq!(cluster["counts_digest"], reference["counts_digest"], "two processes");
+}
+
+#[test]
+fn skew_count_and_skew_distinct_reduce_as_count_and_distinct_on_one_worker() {
+    for (reduce, plain, skew) in [
+        ("count", "count()", "skew_count()"),
+        ("distinct", "distinct()", "skew_distinct()"),
+    ] {
+        let reference = one_process_with(&MORE, &format!("{reduce}-1.json"), &["-w", "1", "--reduce", reduce]);
+        assert_eq!(reference["counter"], plain);
+        assert_ne!(reference["counts_digest"], 0, "an empty output would match anything");
+        for workers in ["2", "3", "4"] {
+            let run = one_process_with(
+                &MORE,
+                &format!("skew-{reduce}-{workers}.json"),
+                &["-w", workers, "--reduce", reduce, "--skew"],
+            );
+            assert_eq!(run["counter"], skew);
+            assert_eq!(
+                run["counts_digest"], reference["counts_digest"],
+                "{reduce}, {workers} workers"
+            );
+        }
+        let cluster = two_processes(
+            &format!("cluster-skew-{reduce}.json"),
+            &[&MORE[..], &["--reduce", reduce, "--skew"]].concat(),
+        );
+        assert_eq!(
+            cluster["counts_digest"], reference["counts_digest"],
+            "{reduce} in two processes"
+        );
+    }
+    // The log names the keys each worker combines.
+    let log = scratch("skew-count.log");
+    let out = run_example(
+        "differential",
+        &[&MORE[..], &["-w", "2", "--skew", "--log", log.to_str().unwrap()]].concat(),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let log = std::fs::read_to_string(&log).expect("the log");
+    assert!(log.lines().any(|line| line.contains("Combined")), "{log}");
 }
 
 #[test]
@@ -116,14 +173,15 @@ fn bad_settings_are_clear_errors() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(stderr.contains("--slack") && stderr.contains("pkg"), "{stderr}");
-    for (args, flag) in [
-        (&["--skew"][..], "--skew"),
-        (&["--join", "--grouping", "pkg"][..], "--grouping"),
+    for (args, flag, other) in [
+        (&["--skew", "--grouping", "pkg"][..], "--skew", "--grouping"),
+        (&["--join", "--grouping", "pkg"][..], "--grouping", "--join"),
+        (&["--join", "--reduce", "distinct"][..], "--reduce", "--join"),
     ] {
         let out = run_example("differential", args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success());
-        assert!(stderr.contains(flag) && stderr.contains("join"), "{stderr}");
+        assert!(stderr.contains(flag) && stderr.contains(other), "{stderr}");
     }
     let out = run_example("differential", &["--grouping", "nope"]);
     let stderr = String::from_utf8_lossy(&out.stderr);

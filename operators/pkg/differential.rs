@@ -7,11 +7,9 @@ use differential_dataflow::{AsCollection, ExchangeData, Hashable, VecCollection}
 use timely::dataflow::operators::generic::Operator;
 use timely::progress::Timestamp;
 
-use crate::common::hash::key_hash;
-
 use super::grouping::Grouping;
 use super::pact::Grouped;
-use super::partial_key::Pkg;
+use super::skew_combine::combine_hot;
 
 /// Counting a collection with each key's updates spread over several
 /// workers (two under PKG) before they are counted.
@@ -19,11 +17,10 @@ pub trait PkgCountCollection<'scope, T: Timestamp, K, R> {
     /// The same collection as differential's `count()`: each key with its
     /// accumulated multiplicity, retractions included, at every time.
     ///
-    /// Updates are routed by partial key grouping on [`key_hash`] of the
-    /// key, consolidated on the worker they reach (a hot key's updates at
-    /// one time collapse to one per worker and batch), and then counted by
-    /// `count()`. It pays an exchange more than `count()`, to take a hot
-    /// key's updates off the one worker that `count()` would give them all.
+    /// The same operator as [`skew_count`](super::SkewReduce::skew_count):
+    /// each worker sums its own updates of the keys it sees often before
+    /// they are exchanged, so a hot key's updates are split over every
+    /// worker they arise on and merged exactly where the key is counted.
     ///
     /// ```
     /// use differential_dataflow::input::Input;
@@ -36,10 +33,13 @@ pub trait PkgCountCollection<'scope, T: Timestamp, K, R> {
     /// ```
     fn pkg_count(self) -> VecCollection<'scope, T, (K, R), isize>;
 
-    /// [`pkg_count`](Self::pkg_count) with updates routed by `grouping`
-    /// (e.g. [`Pkg`], [`HeadAware::d_choices()`](super::HeadAware::d_choices),
-    /// a [`Scheme`](super::Scheme)) on the fingerprint `key` gives each key,
-    /// a well-mixed 64-bit hash as the pacts take it.
+    /// [`pkg_count`](Self::pkg_count)'s output, with updates first routed
+    /// by `grouping` (e.g. [`Pkg`](super::Pkg),
+    /// [`HeadAware::d_choices()`](super::HeadAware::d_choices), a
+    /// [`Scheme`](super::Scheme)) on the fingerprint `key` gives each key
+    /// (a well-mixed 64-bit hash, as the pacts take it), consolidated on the
+    /// worker they reach, and then counted by `count()`: an exchange more
+    /// than `count()`, for comparing groupings.
     ///
     /// ```
     /// use differential_dataflow::input::Input;
@@ -64,7 +64,7 @@ where
     R: ExchangeData + Semigroup,
 {
     fn pkg_count(self) -> VecCollection<'scope, T, (K, R), isize> {
-        self.pkg_count_with(Pkg::default(), |key: &K| key_hash(key))
+        combine_hot(self).count()
     }
 
     fn pkg_count_with<G, F>(self, grouping: G, key: F) -> VecCollection<'scope, T, (K, R), isize>

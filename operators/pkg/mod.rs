@@ -17,6 +17,8 @@ mod head_shape;
 #[cfg(feature = "differential")]
 mod hot_keys;
 mod key;
+#[cfg(feature = "differential")]
+mod key_filter;
 mod pact;
 mod partial_key;
 mod potc;
@@ -24,12 +26,18 @@ mod ranking;
 mod scheme;
 mod shuffle;
 #[cfg(feature = "differential")]
+mod skew_combine;
+#[cfg(feature = "differential")]
 mod skew_events;
 #[cfg(feature = "differential")]
 mod skew_join;
 #[cfg(feature = "differential")]
+mod skew_reduce;
+#[cfg(feature = "differential")]
 mod skew_route;
 mod space_saving;
+#[cfg(feature = "differential")]
+mod strides;
 mod top_k;
 
 pub use aggregate::{Aggregate, AggregationKey, MergePartials, PkgCount};
@@ -56,6 +64,8 @@ pub use shuffle::{Shuffle, ShuffleRouter};
 pub use skew_events::{SkewEvent, SkewEventBuilder, SKEW_LOG_NAME};
 #[cfg(feature = "differential")]
 pub use skew_join::{Joined, SkewJoin};
+#[cfg(feature = "differential")]
+pub use skew_reduce::SkewReduce;
 pub use space_saving::{Counter, SpaceSaving};
 pub use top_k::TopK;
 

@@ -37,4 +37,13 @@ pub enum SkewEvent {
         /// Updates sent to each worker, by worker index.
         sent: Vec<u64>,
     },
+    /// The keys a worker combines from now on before they are counted
+    /// (`skew_count`, `skew_distinct`), as it decides anew every few
+    /// thousand updates.
+    Combined {
+        /// The combining worker.
+        worker: usize,
+        /// The keys' hashes, as differential's exchange routes them.
+        keys: Vec<u64>,
+    },
 }

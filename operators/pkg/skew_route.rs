@@ -28,7 +28,9 @@ use crate::common::hash::{splitmix64, FingerprintHasher};
 use crate::common::stash::TimeStash;
 
 use super::hot_keys::{pick, HotKeys, Shares, Skew};
+use super::key_filter::KeyFilter;
 use super::skew_events::{SkewEvent, SkewEventBuilder, SKEW_LOG_NAME};
+use super::strides::{Strides, SAMPLE};
 
 /// What a worker tells the deciding worker about one time.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -39,13 +41,6 @@ enum Count<K> {
     /// summed).
     Owned(Vec<u64>),
 }
-
-/// Each worker counts about one update in this many, at random strides
-/// (so that a periodic stream does not alias), and reports counts scaled
-/// up: a key at the hot share still has hundreds of samples per time at
-/// thousands of updates per worker, and counting every update cost a cache
-/// miss each (15 % of a join's time at 2 workers on 100 000 keys).
-const SAMPLE: u64 = 16;
 
 /// Bits of the filter that answers "not hot" for most keys at one test.
 const FILTER_BITS: u64 = 1 << 12;
@@ -77,13 +72,12 @@ type Counted<K> = (HashMap<K, u64>, Vec<u64>);
 pub(crate) struct Routes<K, T> {
     /// Keys by their route hash (most hashes hold one key).
     hot: HashMap<u64, Vec<HotSince<K, T>>, BuildHasherDefault<FingerprintHasher>>,
-    /// A bit per route hash modulo [`FILTER_BITS`]: set if a key of it is hot.
-    filter: Vec<u64>,
+    /// The route hashes of the hot keys.
+    filter: KeyFilter,
     peers: u64,
-    /// Updates until the next one counted.
-    countdown: u64,
-    /// The state of the strides' generator (xorshift).
-    stride: u64,
+    /// Which updates are counted (a key at the hot share still has
+    /// hundreds of samples per time at thousands of updates per worker).
+    strides: Strides,
     /// Sampled counts of the times not yet reported.
     counted: BTreeMap<T, Sampled<K>>,
     /// Updates sent to each worker since last logged (empty when nobody listens).
@@ -101,10 +95,9 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
         let logging = scope.worker().logger_for::<SkewEventBuilder>(SKEW_LOG_NAME).is_some();
         Rc::new(RefCell::new(Routes {
             hot: HashMap::default(),
-            filter: vec![0; (FILTER_BITS / 64) as usize],
+            filter: KeyFilter::new(FILTER_BITS),
             peers,
-            countdown: 0,
-            stride: splitmix64(scope.index() as u64) | 1,
+            strides: Strides::new(scope.index() as u64),
             counted: BTreeMap::new(),
             sent: vec![0; if logging { peers as usize } else { 0 }],
         }))
@@ -113,7 +106,7 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
     /// Routes `key`'s updates by `shares` from `time` on.
     fn learn(&mut self, time: T, (key, shares): HotKey<K>) {
         let route = key_route(&key);
-        self.filter[((route % FILTER_BITS) / 64) as usize] |= 1 << (route % 64);
+        self.filter.insert(route);
         let keys = self.hot.entry(route).or_default();
         match keys.iter_mut().find(|(held, _)| *held == key) {
             Some((_, from)) => from.push((time, shares)),
@@ -130,7 +123,7 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
         let route = key_route(key);
         let owner = (route % self.peers) as usize;
         let mut worker = owner;
-        if self.filter[((route % FILTER_BITS) / 64) as usize] & (1 << (route % 64)) != 0 {
+        if self.filter.may_contain(route) {
             let shares = self
                 .hot
                 .get(&route)
@@ -140,12 +133,7 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
                 worker = pick(splitmix64(record() ^ route), shares);
             }
         }
-        if self.countdown == 0 {
-            // A stride of 1 to 2 × SAMPLE − 1 updates, SAMPLE on average.
-            self.stride ^= self.stride << 13;
-            self.stride ^= self.stride >> 7;
-            self.stride ^= self.stride << 17;
-            self.countdown = self.stride % (2 * SAMPLE - 1);
+        if self.strides.next() {
             let peers = self.peers as usize;
             let (keys, owned) = self
                 .counted
@@ -153,8 +141,6 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
                 .or_insert_with(|| (HashMap::default(), vec![0; peers]));
             keys.entry(route).or_insert_with(|| (key.clone(), 0)).1 += SAMPLE;
             owned[owner] += SAMPLE;
-        } else {
-            self.countdown -= 1;
         }
         if let Some(sent) = self.sent.get_mut(worker) {
             *sent += 1;

@@ -1,0 +1,232 @@
+//! Combining each hot key's updates on the worker where they arise, before
+//! they are exchanged: what makes a count or a distinct skew-proof. Any
+//! grouping of a collection's updates that sums the differences of equal
+//! records at equal times leaves the collection unchanged, so the count
+//! that follows is exact whatever each worker combines; a hot key then
+//! reaches its owner as one update per worker and time, not as its share
+//! of the stream. Each worker decides alone which keys to combine, from
+//! its own sampled counts: nothing to agree on, nothing to wait for.
+
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+use differential_dataflow::difference::Semigroup;
+use differential_dataflow::{AsCollection, ExchangeData, Hashable, VecCollection};
+use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::generic::Operator;
+use timely::progress::Timestamp;
+
+use crate::common::hash::FingerprintHasher;
+
+use super::key_filter::KeyFilter;
+use super::skew_events::{SkewEvent, SkewEventBuilder, SKEW_LOG_NAME};
+use super::skew_route::key_route;
+use super::strides::Strides;
+
+/// Samples per decision: a worker decides anew which keys it combines
+/// after about this many × [`SAMPLE`](super::strides::SAMPLE) updates.
+/// The first windows are shorter, doubling from [`FIRST_WINDOW`], so that
+/// the hottest keys are combined within a thousand updates of the start.
+const WINDOW: u32 = 4096;
+
+const FIRST_WINDOW: u32 = 64;
+
+/// A key is combined from the next window on once it had at least 2 samples
+/// and this share of them in one (about 1/1024 of the worker's updates: it
+/// then recurs often within each batch of a time, and the keys above it
+/// carry most of a skewed stream).
+const MIN_SHARE: u32 = 2048;
+
+/// Bits of the filter of the combined keys (at most 1024 of them: about
+/// one cold key in 16 looks further).
+const FILTER_BITS: u64 = 1 << 15;
+
+type ByHash<V> = HashMap<u64, V, BuildHasherDefault<FingerprintHasher>>;
+
+/// The keys one worker combines, and the samples it decides the next ones
+/// from.
+#[derive(Debug)]
+pub(crate) struct HotSet<D> {
+    /// The keys combined now, by their route hash.
+    keys: ByHash<Vec<D>>,
+    filter: KeyFilter,
+    strides: Strides,
+    /// Samples of the current window, per key.
+    counts: ByHash<(D, u32)>,
+    samples: u32,
+    /// The current window's length in samples.
+    window: u32,
+}
+
+impl<D: Eq + Clone> HotSet<D> {
+    pub(crate) fn new(seed: u64) -> Self {
+        HotSet {
+            keys: ByHash::default(),
+            filter: KeyFilter::new(FILTER_BITS),
+            strides: Strides::new(seed),
+            counts: ByHash::default(),
+            samples: 0,
+            window: FIRST_WINDOW,
+        }
+    }
+
+    /// Whether to combine an update of `key` (of route hash `route`), which
+    /// this call may also sample. True when the keys combined change: the
+    /// window has ended.
+    #[inline]
+    pub(crate) fn observe(&mut self, route: u64, key: &D) -> (bool, bool) {
+        let mut changed = false;
+        if self.strides.next() {
+            self.counts.entry(route).or_insert_with(|| (key.clone(), 0)).1 += 1;
+            self.samples += 1;
+            if self.samples == self.window {
+                changed = self.decide();
+            }
+        }
+        let hot = self.filter.may_contain(route) && self.keys.get(&route).is_some_and(|keys| keys.contains(key));
+        (hot, changed)
+    }
+
+    /// Ends a window: the keys with at least 2 samples and 1/[`MIN_SHARE`]
+    /// of them are combined from now on. Whether the keys changed.
+    fn decide(&mut self) -> bool {
+        let least = (self.window / MIN_SHARE).max(2);
+        let mut keys: ByHash<Vec<D>> = ByHash::default();
+        for (route, (key, count)) in self.counts.drain() {
+            if count >= least {
+                keys.entry(route).or_default().push(key);
+            }
+        }
+        self.samples = 0;
+        self.window = (2 * self.window).min(WINDOW);
+        let changed = keys != self.keys;
+        if changed {
+            self.filter.clear();
+            keys.keys().for_each(|&route| self.filter.insert(route));
+            self.keys = keys;
+        }
+        changed
+    }
+
+    /// The route hashes of the keys combined now.
+    pub(crate) fn routes(&self) -> Vec<u64> {
+        let mut routes: Vec<u64> = self.keys.keys().copied().collect();
+        routes.sort_unstable();
+        routes
+    }
+}
+
+/// `collection` with each worker's updates of the keys it sees often
+/// summed per record and time within each delivery (the updates of one
+/// stamp the operator holds at once), the others passed on as they came.
+pub(crate) fn combine_hot<'scope, T, D, R>(collection: VecCollection<'scope, T, D, R>) -> VecCollection<'scope, T, D, R>
+where
+    T: Timestamp,
+    D: ExchangeData + Hashable,
+    R: ExchangeData + Semigroup,
+{
+    let scope = collection.inner.scope();
+    let (me, peers) = (scope.index(), scope.peers() as u64);
+    let logger = scope.worker().logger_for::<SkewEventBuilder>(SKEW_LOG_NAME);
+    collection
+        .inner
+        .unary(Pipeline, "SkewCombine", move |_, _| {
+            let mut hot = HotSet::new(me as u64);
+            // One delivery's combined updates, by route hash.
+            let mut combined: ByHash<Vec<(D, T, R)>> = ByHash::default();
+            // Updates sent to each worker since last logged (empty when nobody listens).
+            let mut sent = vec![0u64; if logger.is_some() { peers as usize } else { 0 }];
+            move |input, output| {
+                input.for_each_stamp(|cap, batches| {
+                    let mut session = output.session(&cap);
+                    for (data, time, diff) in batches.flat_map(|batch| batch.drain(..)) {
+                        let route = key_route(&data);
+                        let (combine, changed) = hot.observe(route, &data);
+                        if changed {
+                            if let Some(logger) = &logger {
+                                logger.log(SkewEvent::Combined {
+                                    worker: me,
+                                    keys: hot.routes(),
+                                });
+                            }
+                        }
+                        if combine {
+                            let held = combined.entry(route).or_default();
+                            match held.iter_mut().find(|(d, t, _)| *d == data && *t == time) {
+                                Some((_, _, sum)) => sum.plus_equals(&diff),
+                                None => held.push((data, time, diff)),
+                            }
+                        } else {
+                            if let Some(sent) = sent.get_mut((route % peers) as usize) {
+                                *sent += 1;
+                            }
+                            session.give((data, time, diff));
+                        }
+                    }
+                    for (route, held) in combined.drain() {
+                        for update in held.into_iter().filter(|(_, _, diff)| !diff.is_zero()) {
+                            if let Some(sent) = sent.get_mut((route % peers) as usize) {
+                                *sent += 1;
+                            }
+                            session.give(update);
+                        }
+                    }
+                });
+                if let Some(logger) = &logger {
+                    if sent.iter().any(|&count| count > 0) {
+                        let sent = std::mem::replace(&mut sent, vec![0; peers as usize]);
+                        logger.log(SkewEvent::Routed { worker: me, sent });
+                    }
+                }
+            }
+        })
+        .as_collection()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::common::hash::splitmix64;
+    use crate::pkg::strides::SAMPLE;
+
+    #[test]
+    fn the_keys_that_recur_are_combined_and_the_rest_are_not() {
+        let mut hot = HotSet::new(1);
+        // Key 0 takes a tenth of the updates, key 1 a hundredth, the rest
+        // are distinct.
+        let key = |i: u64| match i % 100 {
+            0..=9 => 0,
+            10 => 1,
+            _ => 1_000 + i,
+        };
+        let updates = 3 * WINDOW as u64 * SAMPLE;
+        let mut combined = [0u64; 3];
+        for i in 0..updates {
+            let k = key(i);
+            let (combine, _) = hot.observe(splitmix64(k), &k);
+            if i >= updates / 2 && combine {
+                combined[k.min(2) as usize] += 1;
+            }
+        }
+        let later = |k: u64| (updates / 2..updates).filter(|&i| key(i) == k).count() as u64;
+        assert_eq!(combined[0], later(0), "the hot key, always");
+        assert_eq!(combined[1], later(1), "the key of 1 %, always");
+        assert_eq!(combined[2], 0, "no distinct key");
+        assert_eq!(hot.routes().len(), 2);
+    }
+
+    #[test]
+    fn a_key_that_cools_is_no_longer_combined() {
+        let mut hot = HotSet::new(2);
+        let rounds = WINDOW as u64 * SAMPLE;
+        for i in 0..2 * rounds {
+            hot.observe(splitmix64(i % 10), &(i % 10));
+        }
+        assert_eq!(hot.routes().len(), 10);
+        for i in 0..2 * rounds {
+            hot.observe(splitmix64(100 + i), &(100 + i));
+        }
+        assert!(hot.routes().is_empty());
+        assert!(!hot.observe(splitmix64(3), &3).0);
+    }
+}

@@ -1,0 +1,55 @@
+//! Counts and distincts whose hot keys are combined where they arise.
+
+use differential_dataflow::difference::Semigroup;
+use differential_dataflow::lattice::Lattice;
+use differential_dataflow::{ExchangeData, Hashable, VecCollection};
+use timely::progress::Timestamp;
+
+use super::skew_combine::combine_hot;
+
+/// Reducing collections whose keys are skewed, with no key's work on one
+/// worker.
+pub trait SkewReduce<'scope, T: Timestamp, K, R> {
+    /// The same collection as differential's `count()`: each key with its
+    /// accumulated multiplicity, at every time.
+    ///
+    /// Each worker sums its own updates of the keys it sees often (those
+    /// with about 1/1024 of its updates or more) per key and time before
+    /// they are exchanged, so a hot key reaches the worker that counts it
+    /// as one update per worker and time; the other keys go as `count()`
+    /// sends them. Sums work the same way: the multiplicity `R` is any
+    /// semigroup (an `isize` count, a sum carried in the difference).
+    ///
+    /// ```
+    /// use differential_dataflow::input::Input;
+    /// use equipoise::pkg::SkewReduce;
+    ///
+    /// timely::example(|scope| {
+    ///     // Key 0 takes half the updates.
+    ///     let keys = scope.new_collection_from((0..10_000u64).map(|i| if i % 2 == 0 { 0 } else { i })).1;
+    ///     keys.clone().skew_count().assert_eq(keys.clone().count());
+    ///     keys.clone().skew_distinct().assert_eq(keys.distinct());
+    /// });
+    /// ```
+    fn skew_count(self) -> VecCollection<'scope, T, (K, R), isize>;
+
+    /// The same collection as differential's `distinct()`: each key with a
+    /// positive multiplicity, once, at every time. Hot keys are combined as
+    /// in [`skew_count`](Self::skew_count).
+    fn skew_distinct(self) -> VecCollection<'scope, T, K, isize>;
+}
+
+impl<'scope, T, K, R> SkewReduce<'scope, T, K, R> for VecCollection<'scope, T, K, R>
+where
+    T: Timestamp + Lattice + Ord,
+    K: ExchangeData + Hashable,
+    R: ExchangeData + Semigroup,
+{
+    fn skew_count(self) -> VecCollection<'scope, T, (K, R), isize> {
+        combine_hot(self).count()
+    }
+
+    fn skew_distinct(self) -> VecCollection<'scope, T, K, isize> {
+        combine_hot(self).distinct()
+    }
+}

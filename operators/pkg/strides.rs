@@ -1,0 +1,60 @@
+//! Counting about one update in [`SAMPLE`], at random strides (so that a
+//! periodic stream does not alias): what the skew-proof operators learn
+//! their hot keys from. Counting every update cost a cache miss each (15 %
+//! of a join's time at 2 workers on 100 000 keys).
+
+use crate::common::hash::splitmix64;
+
+/// One update in this many is counted, on average; counts are scaled up by
+/// it.
+pub(crate) const SAMPLE: u64 = 16;
+
+/// Which updates to count: strides of 1 to 2 × [`SAMPLE`] − 1 updates, drawn
+/// by a xorshift generator.
+#[derive(Debug, Clone)]
+pub(crate) struct Strides {
+    /// Updates until the next one counted.
+    countdown: u64,
+    state: u64,
+}
+
+impl Strides {
+    /// Strides seeded by `seed` (a worker's index), so that workers differ.
+    pub(crate) fn new(seed: u64) -> Self {
+        Strides {
+            countdown: 0,
+            state: splitmix64(seed) | 1,
+        }
+    }
+
+    /// Whether to count the next update.
+    #[inline]
+    pub(crate) fn next(&mut self) -> bool {
+        if self.countdown > 0 {
+            self.countdown -= 1;
+            return false;
+        }
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        self.countdown = self.state % (2 * SAMPLE - 1);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn about_one_update_in_sample_is_counted_and_not_periodically() {
+        let mut strides = Strides::new(3);
+        let counted: Vec<u64> = (0..160_000u64).filter(|_| strides.next()).collect();
+        let expected = 160_000 / SAMPLE as usize;
+        assert!(counted.len().abs_diff(expected) < expected / 20, "{}", counted.len());
+        // A stream of period SAMPLE is counted at every phase.
+        let mut phases = [0u32; SAMPLE as usize];
+        counted.iter().for_each(|&i| phases[(i % SAMPLE) as usize] += 1);
+        assert!(phases.iter().all(|&n| n > 300), "{phases:?}");
+    }
+}
