@@ -2,11 +2,12 @@
 //! keyed facts (each retracted `--window` epochs after its insertion), side
 //! by side: `join` and `skew_join` (the facts joined with a table of one
 //! row per key), `count` and `skew_count`, `distinct` and `skew_distinct`
-//! (of the facts' keys). Seconds, per-epoch latency, and each worker's
+//! (of the facts' keys), a `reduce` to each key's least record and
+//! `skew_min`. Seconds, per-epoch latency, and each worker's
 //! share of the operator's input (the records each worker's join or
 //! reduction arranges).
 //!
-//! `cargo bench --bench differential_skew -- [--ops join,count,distinct]
+//! `cargo bench --bench differential_skew -- [--ops join,count,distinct,min]
 //!  [--keys zipf:1.0:100000,zipf:1.2:100000,zipf:1.5:100000]
 //!  [--epochs 20] [--inserts 100000] [--window 3] [--workers 1,2,4] [--work-workers 16] [--rounds 3]`
 //!
@@ -22,7 +23,11 @@
 //! worker's input over the skew-proof operator's: the reductions also
 //! shrink the total, as hot keys are combined), and for the join the table rows copied to the
 //! hot keys' other workers (one row per key: at most d − 1 for a key dealt
-//! to d workers), for the reductions the keys some worker combined.
+//! to d workers), for the reductions the keys some worker combined (count
+//! and distinct) or found hot (min). For `skew_min` the work counted is
+//! the first level's input (the records each worker routed to each); a hot
+//! key's records from before it turned hot, moved to their parts, and the
+//! parts' results reduced on the key's owner are not counted.
 //! `--work-workers` adds runs at more worker threads for the work counts
 //! alone (they do not depend on the cores). Every run's digest of the
 //! output must equal every other's of the same operator on the same keys.
@@ -38,7 +43,7 @@ use clap::Parser;
 use differential_dataflow::input::Input;
 use differential_dataflow::{Hashable, VecCollection};
 use equipoise::common::hash::{key_hash, splitmix64};
-use equipoise::pkg::{SkewEvent, SkewEventBuilder, SkewJoin, SkewReduce, SKEW_LOG_NAME};
+use equipoise::pkg::{SkewEvent, SkewEventBuilder, SkewJoin, SkewMinMax, SkewReduce, SKEW_LOG_NAME};
 use equipoise_lab::common::keys::{KeySampler, KeySpec};
 use equipoise_lab::common::latency::LatencySummary;
 use equipoise_lab::common::median::spread;
@@ -48,8 +53,8 @@ use timely::dataflow::ProbeHandle;
 #[derive(Parser, Debug)]
 struct Args {
     /// Operators, each against its skew-proof counterpart (comma-separated:
-    /// join, count, distinct).
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "join,count,distinct")]
+    /// join, count, distinct, min).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "join,count,distinct,min")]
     ops: Vec<Op>,
     /// Key distributions (comma-separated).
     #[arg(
@@ -87,6 +92,7 @@ enum Op {
     Join,
     Count,
     Distinct,
+    Min,
 }
 
 impl Op {
@@ -96,6 +102,7 @@ impl Op {
             Op::Join => ["join", "skew_join"],
             Op::Count => ["count", "skew_count"],
             Op::Distinct => ["distinct", "skew_distinct"],
+            Op::Min => ["reduce(min)", "skew_min"],
         }
     }
 }
@@ -189,6 +196,12 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
                 (Op::Count, true) => watch(keys.skew_count(), &shared, &probe),
                 (Op::Distinct, false) => watch(keys.distinct(), &shared, &probe),
                 (Op::Distinct, true) => watch(keys.skew_distinct(), &shared, &probe),
+                (Op::Min, false) => watch(
+                    facts.reduce(|_, values, out| out.push((*values[0].0, 1))),
+                    &shared,
+                    &probe,
+                ),
+                (Op::Min, true) => watch(facts.skew_min(), &shared, &probe),
             }
             (facts_input, table_input)
         });

@@ -4,9 +4,11 @@
 //! `count()`; with one, with `pkg_count_with(grouping, key_hash)`, which
 //! first spreads each key's updates over the workers the grouping picks.
 //! `--reduce distinct` keeps each key in the window once instead
-//! (`distinct()`). With `--skew`, `skew_count()` (`skew_distinct()`)
-//! instead, which sums each worker's updates of its hot keys before the
-//! exchange. With `--join`, each inserted key is a fact (key, its record
+//! (`distinct()`); `--reduce min` (`max`) keeps each key's least
+//! (greatest) record number (differential's `reduce`). With `--skew`,
+//! `skew_count()` (`skew_distinct()`, `skew_min()`, `skew_max()`)
+//! instead: the first two sum each worker's updates of its hot keys before
+//! the exchange, the others reduce hot keys in two levels. With `--join`, each inserted key is a fact (key, its record
 //! number), joined with a table of one row per key by differential's
 //! `join`, or with `--skew` by `skew_join`, which splits the hot keys'
 //! facts over several workers.
@@ -34,7 +36,8 @@ use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::VecCollection;
 use equipoise::common::hash::splitmix64;
 use equipoise::pkg::{
-    key_hash, PkgCountCollection, PkgEvent, Scheme, SkewEvent, SkewJoin, SkewReduce, LOG_NAME, SKEW_LOG_NAME,
+    key_hash, PkgCountCollection, PkgEvent, Scheme, SkewEvent, SkewJoin, SkewMinMax, SkewReduce, LOG_NAME,
+    SKEW_LOG_NAME,
 };
 use equipoise_lab::common::cluster::ClusterArgs;
 use equipoise_lab::common::driver::{run_gathered, OpenEpochs};
@@ -74,7 +77,8 @@ struct Args {
     #[arg(long)]
     skew: bool,
     /// What to reduce the keys in the window to: `count` (each key with its
-    /// multiplicity) or `distinct` (each key once).
+    /// multiplicity), `distinct` (each key once), `min` or `max` (each key
+    /// with its least or greatest record number).
     #[arg(long, value_enum, default_value_t = Reduce::Count)]
     reduce: Reduce,
     /// Synthetic keys: zipf:<exponent>:<distinct>, mandelbrot:<s>:<q>:<distinct>
@@ -119,6 +123,8 @@ struct Args {
 enum Reduce {
     Count,
     Distinct,
+    Min,
+    Max,
 }
 
 /// A fact: its key and its record number; a table row: its key and value.
@@ -131,6 +137,8 @@ type Session<D> = InputSession<u64, D, isize>;
 /// number) and the table to join them with.
 enum Feed {
     Keys(Box<Session<u64>>),
+    /// Facts alone.
+    Records(Box<Session<Fact>>),
     /// The facts and the table.
     Facts(Box<[Session<Fact>; 2]>),
 }
@@ -140,6 +148,7 @@ impl Feed {
     fn update(&mut self, key: u64, record: u64, diff: isize) {
         match self {
             Feed::Keys(keys) => keys.update(key, diff),
+            Feed::Records(records) => records.update((key, record), diff),
             Feed::Facts(inputs) => inputs[0].update((key, record), diff),
         }
     }
@@ -150,6 +159,10 @@ impl Feed {
             Feed::Keys(keys) => {
                 keys.advance_to(epoch);
                 keys.flush();
+            }
+            Feed::Records(records) => {
+                records.advance_to(epoch);
+                records.flush();
             }
             Feed::Facts(inputs) => {
                 for input in inputs.iter_mut() {
@@ -233,7 +246,7 @@ fn run(args: Args) -> Result<(), Error> {
     if args.reduce != Reduce::Count && (args.join || args.grouping.is_some()) {
         return Err(Error::invalid(
             "--reduce",
-            "applies to the count of keys only (not with --join or --grouping)",
+            "reduces the keys by itself; it does not combine with --join or --grouping",
         ));
     }
     if args.slack > 0 && !args.grouping.is_some_and(Scheme::takes_slack) {
@@ -279,18 +292,31 @@ fn run(args: Args) -> Result<(), Error> {
         let digest = Rc::new(Cell::new(0u64));
         let probe = ProbeHandle::new();
         let mut input = worker.dataflow::<u64, _, _>(|scope| match joiner {
+            None if matches!(reduce, Reduce::Min | Reduce::Max) => {
+                let (input, records) = scope.new_collection::<Fact, isize>();
+                let greatest = reduce == Reduce::Max;
+                let extremes = match (greatest, skew) {
+                    (false, false) => records.reduce(|_, values, out| out.push((*values[0].0, 1))),
+                    (true, false) => records.reduce(|_, values, out| out.push((*values[values.len() - 1].0, 1))),
+                    (false, true) => records.skew_min(),
+                    (true, true) => records.skew_max(),
+                };
+                watch(extremes, &digest, &probe);
+                Feed::Records(Box::new(input))
+            }
             None => {
                 let (input, keys) = scope.new_collection::<u64, isize>();
-                match (grouping, reduce, skew) {
+                let distinct = reduce == Reduce::Distinct;
+                match (grouping, distinct, skew) {
                     (Some(grouping), _, _) => watch(
                         keys.pkg_count_with(grouping.with_slack(slack), |key: &u64| key_hash(key)),
                         &digest,
                         &probe,
                     ),
-                    (None, Reduce::Count, false) => watch(keys.count(), &digest, &probe),
-                    (None, Reduce::Count, true) => watch(keys.skew_count(), &digest, &probe),
-                    (None, Reduce::Distinct, false) => watch(keys.distinct(), &digest, &probe),
-                    (None, Reduce::Distinct, true) => watch(keys.skew_distinct(), &digest, &probe),
+                    (None, false, false) => watch(keys.count(), &digest, &probe),
+                    (None, false, true) => watch(keys.skew_count(), &digest, &probe),
+                    (None, true, false) => watch(keys.distinct(), &digest, &probe),
+                    (None, true, true) => watch(keys.skew_distinct(), &digest, &probe),
                 }
                 Feed::Keys(Box::new(input))
             }
@@ -349,6 +375,10 @@ fn run(args: Args) -> Result<(), Error> {
             (Reduce::Count, true) => "skew_count()",
             (Reduce::Distinct, false) => "distinct()",
             (Reduce::Distinct, true) => "skew_distinct()",
+            (Reduce::Min, false) => "reduce(min)",
+            (Reduce::Min, true) => "skew_min()",
+            (Reduce::Max, false) => "reduce(max)",
+            (Reduce::Max, true) => "skew_max()",
         }
         .to_string(),
         (None, Some(grouping)) if slack > 0 => format!("pkg_count_with({grouping}, slack {slack})"),

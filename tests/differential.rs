@@ -1,8 +1,9 @@
 //! The differential example: `pkg_count_with` under every grouping counts a
 //! windowed collection (inserts and retractions) exactly as differential's
-//! own `count()` on one worker, and `skew_join` joins it with a table
-//! exactly as `join` does, at several workers and as two processes with a
-//! hostfile on 127.0.0.1.
+//! own `count()` on one worker; `skew_count`, `skew_distinct`, `skew_min`
+//! and `skew_max` reduce it as `count`, `distinct` and `reduce` do; and
+//! `skew_join` joins it with a table exactly as `join` does, at several
+//! workers and as two processes with a hostfile on 127.0.0.1.
 
 use support::{report, run_example, run_two_processes, scratch};
 
@@ -119,10 +120,12 @@ fn skew_join_joins_as_join_on_one_worker() {
 }
 
 #[test]
-fn skew_count_and_skew_distinct_reduce_as_count_and_distinct_on_one_worker() {
+fn skew_reductions_reduce_as_differentials_on_one_worker() {
     for (reduce, plain, skew) in [
         ("count", "count()", "skew_count()"),
         ("distinct", "distinct()", "skew_distinct()"),
+        ("min", "reduce(min)", "skew_min()"),
+        ("max", "reduce(max)", "skew_max()"),
     ] {
         let reference = one_process_with(&MORE, &format!("{reduce}-1.json"), &["-w", "1", "--reduce", reduce]);
         assert_eq!(reference["counter"], plain);

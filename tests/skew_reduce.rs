@@ -1,63 +1,73 @@
 //! `skew_count`, `skew_distinct` and `pkg_count` against differential's own
-//! `count` and `distinct`: skewed collections with insertions and
-//! retractions over several times, hot keys changing, at 1 to 4 workers;
-//! the consolidated difference of each pair of outputs must be empty at
-//! every time, and the hot keys must have been combined.
+//! `count` and `distinct`, and `skew_min` and `skew_max` against
+//! differential's `reduce` to the least and greatest value: skewed
+//! collections with insertions and retractions over several times, hot
+//! keys changing, at 1 to 4 workers; the consolidated difference of each
+//! pair of outputs must be empty at every time, and the hot keys must have
+//! been combined (split).
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use differential_dataflow::input::InputSession;
-use differential_dataflow::Hashable;
-use equipoise::pkg::{PkgCountCollection, SkewEvent, SkewEventBuilder, SkewReduce, SKEW_LOG_NAME};
+use differential_dataflow::{Hashable, VecCollection};
+use equipoise::pkg::{PkgCountCollection, Skew, SkewEvent, SkewEventBuilder, SkewMinMax, SkewReduce, SKEW_LOG_NAME};
 use proptest::prelude::*;
 
 /// Updates as (key, time, diff).
 type Updates = Vec<(u32, u64, isize)>;
 
 /// What a run found: mismatched updates (should be none), the updates
-/// `count` produced (so that the comparison is not vacuous), and the keys
-/// some worker combined (by their route hash).
+/// differential's operator produced (so that the comparison is not
+/// vacuous), and the keys some worker combined or found hot (by their
+/// route hash).
 struct Found {
     mismatched: usize,
     produced: usize,
-    combined: BTreeSet<u64>,
+    hot: BTreeSet<u64>,
 }
 
-fn mismatches(workers: usize, updates: Updates) -> Found {
+/// Feeds `updates` (record, time, diff) to `workers` workers and counts
+/// the updates of `difference` (the skew-proof operators' outputs less
+/// differential's, consolidated); `difference` also counts, in its second
+/// argument, the updates differential's operator produced.
+fn check<D, F>(workers: usize, updates: Vec<(D, u64, isize)>, difference: F) -> Found
+where
+    D: differential_dataflow::ExchangeData + std::hash::Hash + Sync,
+    F: for<'a> Fn(
+            VecCollection<'a, u64, D, isize>,
+            Arc<Mutex<(usize, usize)>>,
+        ) -> VecCollection<'a, u64, (u8, D, i64), isize>
+        + Send
+        + Sync
+        + 'static,
+{
     let found = Arc::new(Mutex::new((0usize, 0usize)));
-    let combined = Arc::new(Mutex::new(BTreeSet::new()));
-    let (found2, combined2) = (Arc::clone(&found), Arc::clone(&combined));
+    let hot = Arc::new(Mutex::new(BTreeSet::new()));
+    let (found2, hot2) = (Arc::clone(&found), Arc::clone(&hot));
     let updates = Arc::new(updates);
+    let difference = Arc::new(difference);
     timely::execute(timely::Config::process(workers), move |worker| {
         let (index, peers) = (worker.index(), worker.peers());
-        let combined = Arc::clone(&combined2);
+        let hot = Arc::clone(&hot2);
         worker
             .log_register()
             .expect("a registry")
             .insert::<SkewEventBuilder, _>(SKEW_LOG_NAME, move |_, events| {
                 for (_, event) in events.iter().flat_map(|events| events.iter()) {
-                    if let SkewEvent::Combined { keys, .. } = event {
-                        combined.lock().unwrap().extend(keys.iter().copied());
+                    match event {
+                        SkewEvent::Combined { keys, .. } => hot.lock().unwrap().extend(keys.iter().copied()),
+                        SkewEvent::Hot { key, .. } => {
+                            hot.lock().unwrap().insert(*key);
+                        }
+                        SkewEvent::Routed { .. } => {}
                     }
                 }
             });
-        let mut input = InputSession::<u64, u32, isize>::new();
-        let (found, found2) = (Arc::clone(&found2), Arc::clone(&found2));
+        let mut input = InputSession::<u64, D, isize>::new();
+        let found = Arc::clone(&found2);
         let probe = worker.dataflow::<u64, _, _>(|scope| {
-            let keys = input.to_collection(scope);
-            let counted = keys.clone().count().inspect(move |_| found2.lock().unwrap().1 += 1);
-            let counts = keys
-                .clone()
-                .skew_count()
-                .negate()
-                .concat(counted.clone())
-                .concat(keys.clone().pkg_count().negate())
-                .concat(counted);
-            let distinct = keys.clone().skew_distinct().negate().concat(keys.distinct());
-            let (probe, _) = counts
-                .map(|(key, count)| (0u8, key, count as i64))
-                .concat(distinct.map(|key| (1, key, 0)))
+            let (probe, _) = difference(input.to_collection(scope), Arc::clone(&found))
                 .consolidate()
                 .inspect(move |update| {
                     eprintln!("mismatch: {update:?}");
@@ -69,13 +79,15 @@ fn mismatches(workers: usize, updates: Updates) -> Found {
         let last = updates.iter().map(|u| u.1).max().unwrap_or(0);
         for time in 0..=last {
             input.advance_to(time);
-            for (position, &(key, at, diff)) in updates.iter().enumerate() {
-                if at == time && position % peers == index {
-                    input.update(key, diff);
+            for (position, (record, at, diff)) in updates.iter().enumerate() {
+                if *at == time && position % peers == index {
+                    input.update(record.clone(), *diff);
                 }
             }
             input.advance_to(time + 1);
             input.flush();
+            // Every other time, every worker waits for it, so that hot keys
+            // are known before the next; in between they are learned late.
             worker.step_while(|| probe.less_than(input.time()) && time % 2 == 0);
         }
         input.close();
@@ -85,12 +97,31 @@ fn mismatches(workers: usize, updates: Updates) -> Found {
     })
     .expect("timely runs");
     let (mismatched, produced) = *found.lock().unwrap();
-    let combined = combined.lock().unwrap().clone();
+    let hot = hot.lock().unwrap().clone();
     Found {
         mismatched,
         produced,
-        combined,
+        hot,
     }
+}
+
+/// `skew_count`, `pkg_count` and `skew_distinct` against `count` and
+/// `distinct`.
+fn mismatches(workers: usize, updates: Updates) -> Found {
+    check(workers, updates, |keys, found| {
+        let counted = keys.clone().count().inspect(move |_| found.lock().unwrap().1 += 1);
+        let counts = keys
+            .clone()
+            .skew_count()
+            .negate()
+            .concat(counted.clone())
+            .concat(keys.clone().pkg_count().negate())
+            .concat(counted);
+        let distinct = keys.clone().skew_distinct().negate().concat(keys.distinct());
+        counts
+            .map(|(key, count)| (0u8, key, count as i64))
+            .concat(distinct.map(|key| (1, key, 0)))
+    })
 }
 
 /// Enough updates of a few keys (0 to 3, the first the most) that every
@@ -125,9 +156,73 @@ fn hot_keys_are_combined_and_counts_and_distincts_match() {
         assert!(found.produced > 10_000, "{workers} workers: {}", found.produced);
         for hot in 10..14 {
             assert!(
-                found.combined.contains(&route(hot)),
+                found.hot.contains(&route(hot)),
                 "{workers} workers: key {hot} never combined"
             );
+        }
+    }
+}
+
+/// Updates of records as (key, value, time, diff).
+type Records = Vec<(u32, u32, u64, isize)>;
+
+/// `skew_min` and `skew_max` (hot keys found by `skew`) against `reduce`
+/// to the least and greatest value.
+fn extreme_mismatches(workers: usize, updates: Records, skew: Skew) -> Found {
+    let updates = updates
+        .into_iter()
+        .map(|(key, val, time, diff)| ((key, val), time, diff))
+        .collect();
+    check(workers, updates, move |records, found| {
+        let least = records
+            .clone()
+            .reduce(|_, values, out| out.push((*values[0].0, 1)))
+            .inspect(move |_| found.lock().unwrap().1 += 1);
+        let greatest = records
+            .clone()
+            .reduce(|_, values, out| out.push((*values[values.len() - 1].0, 1)));
+        let tagged = |tag: u8| move |record: (u32, u32)| (tag, record, 0);
+        records
+            .clone()
+            .skew_min_with(skew)
+            .negate()
+            .concat(least)
+            .map(tagged(0))
+            .concat(records.skew_max_with(skew).negate().concat(greatest).map(tagged(1)))
+    })
+}
+
+#[test]
+fn hot_keys_are_split_and_least_and_greatest_values_match() {
+    // The hot key changes every other time (10, 11, 12, 13), and each has
+    // records from time 0 on, some retracted after it turned hot; a third
+    // of the inserts are retracted two times later.
+    let mut updates = Records::new();
+    for time in 0..8u64 {
+        let hot = 10 + (time / 2) as u32;
+        for i in 0..8_000u32 {
+            let (key, val) = match i % 4 {
+                0 | 1 => (hot, i * 7 % 5_000),
+                2 => (10 + (i / 4) % 4, i),
+                _ => (100 + i % 500, i),
+            };
+            updates.push((key, val, time, 1));
+            if time < 6 && i % 3 == 0 {
+                updates.push((key, val, time + 2 + u64::from(i % 5 == 0), -1));
+            }
+        }
+    }
+    for workers in 1..=4 {
+        let found = extreme_mismatches(workers, updates.clone(), Skew::default());
+        assert_eq!(found.mismatched, 0, "{workers} workers");
+        assert!(found.produced > 100, "{workers} workers: {}", found.produced);
+        if workers > 1 {
+            for hot in 10..14 {
+                assert!(
+                    found.hot.contains(&route(hot)),
+                    "{workers} workers: key {hot} never hot"
+                );
+            }
         }
     }
 }
@@ -148,6 +243,22 @@ proptest! {
         let found = mismatches(workers, updates);
         prop_assert_eq!(found.mismatched, 0);
         prop_assert!(found.produced > 0);
-        prop_assert!(found.combined.contains(&route(0)));
+        prop_assert!(found.hot.contains(&route(0)));
+    }
+
+    /// Random records of 10 keys and 30 values, with retractions, at times
+    /// 0 to 6, hot at a low bar: keys turn hot with records before, and
+    /// retractions meet insertions moved to their parts.
+    #[test]
+    fn skew_min_and_max_equal_reduce(
+        updates in prop::collection::vec(
+            (0u32..10, 0u32..30, 0u64..7, prop_oneof![Just(1isize), Just(-1), Just(2)]),
+            0..300,
+        ),
+        workers in 1usize..=4,
+    ) {
+        let skew = Skew::default().with_hot_share(0.2).unwrap().with_min_updates(4).unwrap();
+        let found = extreme_mismatches(workers, updates, skew);
+        prop_assert_eq!(found.mismatched, 0);
     }
 }

@@ -30,6 +30,8 @@ mod skew_combine;
 #[cfg(feature = "differential")]
 mod skew_events;
 #[cfg(feature = "differential")]
+mod skew_extremes;
+#[cfg(feature = "differential")]
 mod skew_join;
 #[cfg(feature = "differential")]
 mod skew_reduce;
@@ -62,6 +64,8 @@ pub use scheme::{Scheme, SchemeRouter, SlackScheme};
 pub use shuffle::{Shuffle, ShuffleRouter};
 #[cfg(feature = "differential")]
 pub use skew_events::{SkewEvent, SkewEventBuilder, SKEW_LOG_NAME};
+#[cfg(feature = "differential")]
+pub use skew_extremes::SkewMinMax;
 #[cfg(feature = "differential")]
 pub use skew_join::{Joined, SkewJoin};
 #[cfg(feature = "differential")]

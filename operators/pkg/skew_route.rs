@@ -114,25 +114,24 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
         }
     }
 
-    /// The worker an update of `key` at `time` goes to; `record` hashes
-    /// the rest of the update. Only the hot keys decided at or before
-    /// `time` count: the workers they name hold the other side's copies
-    /// from then on.
+    /// The shares `key` (of route hash `route`) is dealt by at `time`, if
+    /// it is hot then: only the deals decided at or before `time` count.
     #[inline]
-    fn worker(&mut self, key: &K, time: &T, record: impl FnOnce() -> u64) -> usize {
-        let route = key_route(key);
-        let owner = (route % self.peers) as usize;
-        let mut worker = owner;
-        if self.filter.may_contain(route) {
-            let shares = self
-                .hot
-                .get(&route)
-                .and_then(|keys| keys.iter().find(|(held, _)| held == key))
-                .and_then(|(_, from)| from.iter().rev().find(|(since, _)| since.less_equal(time)));
-            if let Some((_, shares)) = shares {
-                worker = pick(splitmix64(record() ^ route), shares);
-            }
+    fn deal(&self, key: &K, route: u64, time: &T) -> Option<&Shares> {
+        if !self.filter.may_contain(route) {
+            return None;
         }
+        self.hot
+            .get(&route)
+            .and_then(|keys| keys.iter().find(|(held, _)| held == key))
+            .and_then(|(_, from)| from.iter().rev().find(|(since, _)| since.less_equal(time)))
+            .map(|(_, shares)| shares)
+    }
+
+    /// Counts about one update in [`SAMPLE`] of `key` at `time`, and one
+    /// more update sent to `worker` if anyone listens.
+    #[inline]
+    fn count(&mut self, key: &K, route: u64, time: &T, worker: usize) {
         if self.strides.next() {
             let peers = self.peers as usize;
             let (keys, owned) = self
@@ -140,13 +139,50 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
                 .entry(time.clone())
                 .or_insert_with(|| (HashMap::default(), vec![0; peers]));
             keys.entry(route).or_insert_with(|| (key.clone(), 0)).1 += SAMPLE;
-            owned[owner] += SAMPLE;
+            owned[(route % self.peers) as usize] += SAMPLE;
         }
         if let Some(sent) = self.sent.get_mut(worker) {
             *sent += 1;
         }
+    }
+
+    /// The worker an update of `key` at `time` goes to; `record` hashes
+    /// the rest of the update. A hot key's updates go to its workers by
+    /// their shares: they hold the other side's copies from the deal on.
+    #[inline]
+    fn worker(&mut self, key: &K, time: &T, record: impl FnOnce() -> u64) -> usize {
+        let route = key_route(key);
+        let worker = match self.deal(key, route, time) {
+            Some(shares) => pick(splitmix64(record() ^ route), shares),
+            None => (route % self.peers) as usize,
+        };
+        self.count(key, route, time, worker);
         worker
     }
+
+    /// Where an update of `key` at `time` goes if its key is hot then: its
+    /// [`part`] by `record`, the hash of the rest of the update (every
+    /// update of a record to one worker, whatever the deal). `None` for a
+    /// cold key, which goes to its owner.
+    #[inline]
+    pub(crate) fn split(&mut self, key: &K, time: &T, record: impl FnOnce() -> u64) -> Option<usize> {
+        let route = key_route(key);
+        let part = self
+            .deal(key, route, time)
+            .is_some()
+            .then(|| part(route, record(), self.peers));
+        self.count(key, route, time, part.unwrap_or((route % self.peers) as usize));
+        part
+    }
+}
+
+/// The worker of `peers` a record of a hot key (of route hash `route`, the
+/// rest of it hashing to `record`) is reduced on first, whatever the key's
+/// deal: a fixed function of the record, so that a retraction meets its
+/// insertion.
+#[inline]
+pub(crate) fn part(route: u64, record: u64, peers: u64) -> usize {
+    (splitmix64(record ^ route) % peers) as usize
 }
 
 /// The pact that sends each update to the worker the hot keys name at its
