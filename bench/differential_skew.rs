@@ -251,8 +251,10 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
     // The operator's input per worker: the facts (or keys) it received, and
     // for the join the table rows it arranged (each hot key's row copied to
     // its other workers).
-    let mut work = if skew {
-        received.lock().unwrap().clone()
+    // (On one worker the join and the least are differential's own, and log nothing.)
+    let logged = received.lock().unwrap().clone();
+    let mut work = if skew && logged.iter().any(|&count| count > 0) {
+        logged
     } else {
         let mut work = vec![0u64; workers];
         for record in 0..args.epochs * args.inserts {

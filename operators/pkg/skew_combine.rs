@@ -3,13 +3,14 @@
 //! grouping of a collection's updates that sums the differences of equal
 //! records at equal times leaves the collection unchanged, so the count
 //! that follows is exact whatever each worker combines; a hot key then
-//! reaches its owner as one update per worker and time, not as its share
-//! of the stream. Each worker decides alone which keys to combine, from
+//! reaches its owner as one update per worker, time and delivery, not as
+//! its share of the stream. Each worker decides alone which keys to combine, from
 //! its own sampled counts: nothing to agree on, nothing to wait for.
 
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
+use differential_dataflow::consolidation::consolidate_updates;
 use differential_dataflow::difference::Semigroup;
 use differential_dataflow::{AsCollection, ExchangeData, Hashable, VecCollection};
 use timely::dataflow::channels::pact::Pipeline;
@@ -32,14 +33,18 @@ const WINDOW: u32 = 4096;
 const FIRST_WINDOW: u32 = 64;
 
 /// A key is combined from the next window on once it had at least 2 samples
-/// and this share of them in one (about 1/1024 of the worker's updates: it
-/// then recurs often within each batch of a time, and the keys above it
+/// and 1/this of them in one (about 1/2048 of the worker's updates: it then
+/// recurs often within each delivery of a time, and the keys above it
 /// carry most of a skewed stream).
 const MIN_SHARE: u32 = 2048;
 
-/// Bits of the filter of the combined keys (at most 1024 of them: about
-/// one cold key in 16 looks further).
+/// Bits of the filter of the combined keys (at most 2048 of them: about
+/// one cold key in 16 looks further then).
 const FILTER_BITS: u64 = 1 << 15;
+
+/// The (record, time) pairs of one key searched for an equal one before
+/// another is added.
+const SCAN: usize = 8;
 
 type ByHash<V> = HashMap<u64, V, BuildHasherDefault<FingerprintHasher>>;
 
@@ -151,8 +156,10 @@ where
                             }
                         }
                         if combine {
+                            // A few (record, time) pairs per key are summed in place; more
+                            // (fine-grained times) are consolidated once, at the end.
                             let held = combined.entry(route).or_default();
-                            match held.iter_mut().find(|(d, t, _)| *d == data && *t == time) {
+                            match held.iter_mut().take(SCAN).find(|(d, t, _)| *d == data && *t == time) {
                                 Some((_, _, sum)) => sum.plus_equals(&diff),
                                 None => held.push((data, time, diff)),
                             }
@@ -163,7 +170,10 @@ where
                             session.give((data, time, diff));
                         }
                     }
-                    for (route, held) in combined.drain() {
+                    for (route, mut held) in combined.drain() {
+                        if held.len() > SCAN {
+                            consolidate_updates(&mut held);
+                        }
                         for update in held.into_iter().filter(|(_, _, diff)| !diff.is_zero()) {
                             if let Some(sent) = sent.get_mut((route % peers) as usize) {
                                 *sent += 1;

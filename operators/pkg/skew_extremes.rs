@@ -27,8 +27,9 @@ use super::skew_route::{hot_keys, key_route, part, Routes};
 
 /// The hot share [`skew_min`](SkewMinMax::skew_min) and
 /// [`skew_max`](SkewMinMax::skew_max) find hot keys at: a fiftieth of a
-/// worker's mean load. A hot key costs no copies here, only its parts'
-/// results on its owner, so more keys are split than `skew_join` splits.
+/// worker's mean load. A hot key costs no copy of another collection here,
+/// only its parts' results on its owner (and, once, its records from
+/// before it turned hot), so more keys are split than `skew_join` splits.
 /// (At 16 workers on Zipf 1.2 keys, the busiest worker's input was 1.23×
 /// the mean at `skew_join`'s 0.1, 1.09× at 0.05, 1.06× at 0.02.)
 const HOT_SHARE: f64 = 0.02;
@@ -174,10 +175,11 @@ where
             (u64::from(part.is_some()), ((key, val), time, diff))
         });
     let (split_hot, cold) = (streams.pop().expect("two parts"), streams.pop().expect("two parts"));
-    let hot = hot_keys(cold.clone(), &routes, skew);
     let cold = cold.as_collection().arrange_by_key();
+    let hot = hot_keys(cold.stream.clone(), &routes, skew);
     // Every worker marks every hot key from the time it turned hot (never
-    // retracted: a hot key stays hot).
+    // retracted: a hot key stays hot). Worker 0 decides in time order and
+    // the broadcast keeps it, so a key's first deal seen is its earliest.
     let marks =
         hot.unary::<CapacityContainerBuilder<Vec<((K, ()), T, Present)>>, _, _, _>(Pipeline, "SkewMark", |_, _| {
             let mut marked = HashSet::new();

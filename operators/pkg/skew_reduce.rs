@@ -14,10 +14,10 @@ pub trait SkewReduce<'scope, T: Timestamp, K, R> {
     /// accumulated multiplicity, at every time.
     ///
     /// Each worker sums its own updates of the keys it sees often (those
-    /// with about 1/1024 of its updates or more) per key and time before
+    /// with about 1/2048 of its updates or more) per key and time before
     /// they are exchanged, so a hot key reaches the worker that counts it
-    /// as one update per worker and time; the other keys go as `count()`
-    /// sends them. Sums work the same way: the multiplicity `R` is any
+    /// as one update per worker, time and delivery of its input; the other
+    /// keys go as `count()` sends them. Sums work the same way: the multiplicity `R` is any
     /// semigroup (an `isize` count, a sum carried in the difference).
     ///
     /// ```
@@ -33,8 +33,8 @@ pub trait SkewReduce<'scope, T: Timestamp, K, R> {
     /// ```
     fn skew_count(self) -> VecCollection<'scope, T, (K, R), isize>;
 
-    /// The same collection as differential's `distinct()`: each key with a
-    /// positive multiplicity, once, at every time. Hot keys are combined as
+    /// The same collection as differential's `distinct()`: each key whose
+    /// multiplicity is not zero, once, at every time. Hot keys are combined as
     /// in [`skew_count`](Self::skew_count).
     fn skew_distinct(self) -> VecCollection<'scope, T, K, isize>;
 }

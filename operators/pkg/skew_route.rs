@@ -209,8 +209,9 @@ where
 
 /// The hot keys, as every worker learns them (and `routes` with them):
 /// decided on worker 0 from each worker's counts of a time, once
-/// `progress` (the routed updates, arranged) has passed it, and sent to
-/// every worker at that time.
+/// `progress` (a stream downstream of the routing, such as the routed
+/// updates arranged: past a time, every worker has counted it) has passed
+/// it, and sent to every worker at that time.
 pub(crate) fn hot_keys<'scope, T, K, C>(
     progress: Stream<'scope, T, C>,
     routes: &SharedRoutes<K, T>,
