@@ -2,7 +2,7 @@
 //! cluster on 127.0.0.1 (a hostfile of free ports), side by side with one
 //! process of the same total workers, in turn within each round.
 //!
-//! `cargo bench --bench cluster -- [--processes 2] [--workers 1,2] [--runs 3] [--examples wordcount,differential,spatial,shedding,throttle] [--bin-dir DIR] [--json PATH]`
+//! `cargo bench --bench cluster -- [--processes 2] [--workers 1,2] [--runs 3] [--examples wordcount,differential,spatial,shedding,throttle] [--also EXAMPLE:FLAGS|EXAMPLE=FLAGS] [--bin-dir DIR] [--json PATH]`
 //!
 //! Each shape P × W (P processes of W workers; every P in `--processes`
 //! with every W in `--workers`) runs beside 1 × P·W. A row shows the
@@ -42,7 +42,9 @@ struct Args {
     #[arg(long, value_delimiter = ',')]
     examples: Vec<String>,
     /// A further row of an example with flags beyond its defaults, as
-    /// `EXAMPLE:FLAGS` (e.g. `spatial:--batch 4000`); repeatable.
+    /// `EXAMPLE:FLAGS` (e.g. `spatial:--batch 4000`), or with these flags
+    /// instead of its defaults, as `EXAMPLE=FLAGS` (e.g. `differential=--skew`);
+    /// repeatable.
     #[arg(long, value_name = "EXAMPLE:FLAGS")]
     also: Vec<String>,
     /// Where the example binaries are (default: built into
@@ -86,11 +88,17 @@ fn main() {
         .filter(|run| args.examples.is_empty() || args.examples.contains(&run.name))
         .collect();
     for also in &args.also {
-        let (name, flags) = also.split_once(':').unwrap_or((also, ""));
+        // `EXAMPLE:FLAGS` adds to the example's own flags, `EXAMPLE=FLAGS` replaces them.
+        let at = also.find([':', '=']).unwrap_or(also.len());
+        let (name, flags) = (&also[..at], also[at..].get(1..).unwrap_or(""));
         let Some(run) = ExampleRun::all().into_iter().find(|run| run.name == name) else {
             panic!("--also {also}: {name} is not one of {}", known.join(", "));
         };
-        examples.push(run.with(&flags.split_whitespace().collect::<Vec<_>>()));
+        let flags: Vec<&str> = flags.split_whitespace().collect();
+        examples.push(match also[at..].starts_with('=') {
+            true => run.instead(&flags),
+            false => run.with(&flags),
+        });
     }
     let timeout = Duration::from_secs_f64(args.timeout_s);
     let mut rows = Vec::new();

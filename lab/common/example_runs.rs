@@ -114,6 +114,13 @@ impl ExampleRun {
         ]
     }
 
+    /// The same example with `flags` instead of its own (named with them).
+    pub fn instead(mut self, flags: &[&str]) -> Self {
+        self.args = flags.iter().map(|flag| flag.to_string()).collect();
+        self.name = format!("{} {}", self.name, flags.join(" "));
+        self
+    }
+
     /// The same run with `extra` flags after its own (named with them).
     pub fn with(mut self, extra: &[&str]) -> Self {
         self.args.extend(extra.iter().map(|flag| flag.to_string()));
