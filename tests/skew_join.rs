@@ -162,6 +162,31 @@ fn a_hot_key_split_over_workers_joins_as_join_does() {
 }
 
 #[test]
+fn both_sides_skewed_on_the_same_keys_join_as_join_does() {
+    // The table is skewed too: the hot keys 0 to 2 have hundreds of rows,
+    // inserted at every time and some retracted later, before and after
+    // each key turns hot.
+    let (left, mut right) = skewed(&[0, 0, 1, 1, 2, 2], 200, 3);
+    for time in 0..6u64 {
+        for i in 0..150u16 {
+            let key = (i % 3) as u8;
+            let value = 1_000 + time as u16 * 150 + i;
+            right.push((key, value, time, 1));
+            if i % 4 == 0 {
+                right.push((key, value, time + 1 + u64::from(i % 3), -1));
+            }
+        }
+    }
+    let skew = Skew::default().with_min_updates(1).unwrap();
+    for workers in 1..=4 {
+        let found = mismatches(workers, left.clone(), right.clone(), skew);
+        assert_eq!(found.mismatched, 0, "{workers} workers");
+        assert!(found.produced > 10_000, "{}", found.produced);
+        assert_eq!(found.deals.is_empty(), workers == 1, "{workers} workers");
+    }
+}
+
+#[test]
 fn a_key_dealt_anew_as_its_load_grows_joins_as_join_does() {
     // Key 0's facts double every time: it is dealt anew as its load doubles.
     let mut left = Vec::new();

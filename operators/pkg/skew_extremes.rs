@@ -1,9 +1,9 @@
 //! The least or greatest value per key, with hot keys reduced in two
 //! levels: each worker reduces its part of a hot key's records, and the
 //! key's owner reduces the parts' results. A record of a hot key is
-//! reduced first on a worker fixed by the record itself, so that a
-//! retraction meets its insertion; a key's records from before it turned
-//! hot move there when it does.
+//! reduced first on a worker fixed by the record itself and the key's
+//! first deal, so that a retraction meets its insertion; a key's records
+//! from before it turned hot move there when it does.
 
 use std::collections::HashSet;
 use std::rc::Rc;
@@ -23,7 +23,7 @@ use timely::order::TotalOrder;
 use timely::progress::Timestamp;
 
 use super::hot_keys::Skew;
-use super::skew_route::{hot_keys, key_route, part, Routes};
+use super::skew_route::{hot_keys, Routes};
 
 /// The hot share [`skew_min`](SkewMinMax::skew_min) and
 /// [`skew_max`](SkewMinMax::skew_max) find hot keys at: a fiftieth of a
@@ -59,8 +59,11 @@ pub trait SkewMinMax<'scope, T: Timestamp, K, V, R> {
     /// at every time.
     ///
     /// A key that carries a fiftieth of a worker's mean share of the
-    /// updates or more (see [`Skew`]) is reduced in two levels: its records are spread over every worker by a
-    /// hash of the whole record, each worker finds the least of its part,
+    /// updates or more (see [`Skew`]) is reduced in two levels: it is dealt
+    /// over the least loaded workers as [`skew_join`](super::SkewJoin::skew_join)
+    /// deals a key (its first deal holds: a later one would separate
+    /// records from their retractions), each record goes to one of them by
+    /// a hash of the whole record, each worker finds the least of its part,
     /// and the key's owner the least of the parts'. Other keys are reduced
     /// where `reduce` reduces them. A key's records from before it turned
     /// hot are moved to their parts when it does. Times must be totally
@@ -84,8 +87,7 @@ pub trait SkewMinMax<'scope, T: Timestamp, K, V, R> {
     /// As [`skew_min`](Self::skew_min), each key's greatest value.
     fn skew_max(self) -> VecCollection<'scope, T, (K, V), isize>;
 
-    /// [`skew_min`](Self::skew_min) with hot keys found by `skew` (each is
-    /// spread over every worker, whatever `skew` would deal it over).
+    /// [`skew_min`](Self::skew_min) with hot keys found and dealt by `skew`.
     fn skew_min_with(self, skew: Skew) -> VecCollection<'scope, T, (K, V), isize>;
 
     /// [`skew_max`](Self::skew_max) with hot keys found by `skew`.
@@ -159,8 +161,7 @@ where
     R: ExchangeData + Semigroup,
 {
     let scope = records.inner.scope();
-    let peers = scope.peers() as u64;
-    if peers == 1 {
+    if scope.peers() == 1 {
         // Nothing to split over.
         return records.reduce(move |_, values, out| out.push((extreme.of(values), 1)));
     }
@@ -180,6 +181,9 @@ where
     // Every worker marks every hot key from the time it turned hot (never
     // retracted: a hot key stays hot). Worker 0 decides in time order and
     // the broadcast keeps it, so a key's first deal seen is its earliest.
+    // The key's deal is learned before the mark: the records the mark moves
+    // go to their parts by it.
+    let learn = Rc::clone(&routes);
     let marks =
         hot.unary::<CapacityContainerBuilder<Vec<((K, ()), T, Present)>>, _, _, _>(Pipeline, "SkewMark", |_, _| {
             let mut marked = HashSet::new();
@@ -187,8 +191,9 @@ where
                 input.for_each_stamp(|cap, batches| {
                     let Some(time) = cap.least().cloned() else { return };
                     let mut session = output.session(&cap);
-                    for (key, _) in batches.flat_map(|batch| batch.drain(..)) {
+                    for (key, shares) in batches.flat_map(|batch| batch.drain(..)) {
                         if marked.insert(key.clone()) {
+                            learn.borrow_mut().learn(time.clone(), (key.clone(), shares));
                             session.give(((key, ()), time.clone(), Present));
                         }
                     }
@@ -203,13 +208,14 @@ where
     );
     // A hot key's records from before it turned hot (and any routed cold
     // since, by a worker that learned late) join its other records on their parts.
+    let by_deal = Rc::clone(&routes);
     let moved = marks
         .clone()
         .join_core(cold.clone(), |key, _, val| Some((key.clone(), val.clone())));
     let parts = arrange_core::<_, _, ValBatcher<K, V, T, R>, ValSpine<K, V, T, R>>(
         moved.inner.concat(split_hot),
         Exchange::new(move |((key, val), _, _): &((K, V), T, R)| {
-            part(key_route(key), val.hashed().into(), peers) as u64
+            by_deal.borrow().first_part(key, val.hashed().into()) as u64
         }),
         "SkewParts",
         ValBatcher::new,

@@ -104,11 +104,14 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
     }
 
     /// Routes `key`'s updates by `shares` from `time` on.
-    fn learn(&mut self, time: T, (key, shares): HotKey<K>) {
+    /// Idempotent: a deal learned twice (by two operators that see the
+    /// decisions) is kept once.
+    pub(crate) fn learn(&mut self, time: T, (key, shares): HotKey<K>) {
         let route = key_route(&key);
         self.filter.insert(route);
         let keys = self.hot.entry(route).or_default();
         match keys.iter_mut().find(|(held, _)| *held == key) {
+            Some((_, from)) if from.last().is_some_and(|(since, _)| *since == time) => {}
             Some((_, from)) => from.push((time, shares)),
             None => keys.push((key, vec![(time, shares)])),
         }
@@ -160,29 +163,45 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
         worker
     }
 
-    /// Where an update of `key` at `time` goes if its key is hot then: its
-    /// [`part`] by `record`, the hash of the rest of the update (every
-    /// update of a record to one worker, whatever the deal). `None` for a
-    /// cold key, which goes to its owner.
+    /// The first deal of a hot key (of route hash `route`), if it holds at
+    /// `time`: a key is hot from its first deal on.
+    #[inline]
+    fn first_deal(&self, key: &K, route: u64, time: Option<&T>) -> Option<&Shares> {
+        if !self.filter.may_contain(route) {
+            return None;
+        }
+        self.hot
+            .get(&route)
+            .and_then(|keys| keys.iter().find(|(held, _)| held == key))
+            .and_then(|(_, from)| from.first())
+            .filter(|(since, _)| time.is_none_or(|time| since.less_equal(time)))
+            .map(|(_, shares)| shares)
+    }
+
+    /// Where an update of `key` at `time` goes if its key is hot then: to
+    /// one of the workers of the key's first deal, by `record`, the hash of
+    /// the rest of the update ([`first_part`](Self::first_part)): every
+    /// update of a record to one worker, whatever later deals say. `None`
+    /// for a cold key, which goes to its owner.
     #[inline]
     pub(crate) fn split(&mut self, key: &K, time: &T, record: impl FnOnce() -> u64) -> Option<usize> {
         let route = key_route(key);
         let part = self
-            .deal(key, route, time)
-            .is_some()
-            .then(|| part(route, record(), self.peers));
+            .first_deal(key, route, Some(time))
+            .map(|shares| pick(splitmix64(record() ^ route), shares));
         self.count(key, route, time, part.unwrap_or((route % self.peers) as usize));
         part
     }
-}
 
-/// The worker of `peers` a record of a hot key (of route hash `route`, the
-/// rest of it hashing to `record`) is reduced on first, whatever the key's
-/// deal: a fixed function of the record, so that a retraction meets its
-/// insertion.
-#[inline]
-pub(crate) fn part(route: u64, record: u64, peers: u64) -> usize {
-    (splitmix64(record ^ route) % peers) as usize
+    /// The worker a record of the hot `key` is reduced on first: by its
+    /// first deal's shares and `record`, the hash of the rest of it.
+    pub(crate) fn first_part(&self, key: &K, record: u64) -> usize {
+        let route = key_route(key);
+        let shares = self
+            .first_deal(key, route, None)
+            .expect("a hot key's deal is learned before any of its records is routed to a part");
+        pick(splitmix64(record ^ route), shares)
+    }
 }
 
 /// The pact that sends each update to the worker the hot keys name at its
