@@ -16,14 +16,17 @@ use differential_dataflow::trace::implementations::{ValBatcher, ValBuilder, ValS
 use differential_dataflow::{AsCollection, ExchangeData, Hashable, VecCollection};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
+use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
 use timely::dataflow::operators::generic::Operator;
-use timely::dataflow::operators::vec::Partition;
+use timely::dataflow::operators::generic::OutputBuilder;
 use timely::dataflow::operators::Concat;
+use timely::dataflow::StreamVec;
 use timely::order::TotalOrder;
+use timely::progress::operate::FrontierInterest;
 use timely::progress::Timestamp;
 
 use super::hot_keys::Skew;
-use super::skew_route::{hot_keys, Routes};
+use super::skew_route::{hot_keys, Routes, SharedRoutes};
 
 /// The hot share [`skew_min`](SkewMinMax::skew_min) and
 /// [`skew_max`](SkewMinMax::skew_max) find hot keys at: a fiftieth of a
@@ -118,6 +121,48 @@ where
     }
 }
 
+/// The records of cold keys and those of hot keys, as `routes` tells them
+/// apart (and counts them): one pass, each record moved once.
+#[allow(clippy::type_complexity)]
+fn split<'scope, T, K, V, R>(
+    records: VecCollection<'scope, T, (K, V), R>,
+    routes: &SharedRoutes<K, T>,
+) -> (
+    StreamVec<'scope, T, ((K, V), T, R)>,
+    StreamVec<'scope, T, ((K, V), T, R)>,
+)
+where
+    T: Timestamp + TotalOrder,
+    K: ExchangeData + Hashable,
+    V: ExchangeData + Hashable,
+    R: ExchangeData,
+{
+    let routes = Rc::clone(routes);
+    let mut builder = OperatorBuilder::new("SkewSplit".to_owned(), records.inner.scope());
+    let mut input = builder.new_input(records.inner, Pipeline);
+    builder.set_notify_for(0, FrontierInterest::Never);
+    let (cold, cold_stream) = builder.new_output();
+    let (hot, hot_stream) = builder.new_output();
+    let mut cold = OutputBuilder::<T, CapacityContainerBuilder<Vec<((K, V), T, R)>>>::from(cold);
+    let mut hot = OutputBuilder::<T, CapacityContainerBuilder<Vec<((K, V), T, R)>>>::from(hot);
+    builder.build(move |_| {
+        move |_| {
+            let (mut cold, mut hot) = (cold.activate(), hot.activate());
+            input.for_each_stamp(|cap, batches| {
+                let (mut cold, mut hot) = (cold.session(&cap), hot.session(&cap));
+                let mut routes = routes.borrow_mut();
+                for ((key, val), time, diff) in batches.flat_map(|batch| batch.drain(..)) {
+                    match routes.split(&key, &time, || val.hashed().into()) {
+                        Some(_) => hot.give(((key, val), time, diff)),
+                        None => cold.give(((key, val), time, diff)),
+                    }
+                }
+            });
+        }
+    });
+    (cold_stream, hot_stream)
+}
+
 /// [`Skew`]'s defaults but for the hot share, [`HOT_SHARE`].
 fn default_skew() -> Skew {
     Skew::default().with_hot_share(HOT_SHARE).expect("a share in (0, 1]")
@@ -168,14 +213,7 @@ where
     // Cold keys' records to their owners, hot keys' to their parts (as far
     // as this worker has learned the hot keys).
     let routes = Routes::shared(&scope);
-    let split = Rc::clone(&routes);
-    let mut streams = records
-        .inner
-        .partition(2, move |((key, val), time, diff): ((K, V), T, R)| {
-            let part = split.borrow_mut().split(&key, &time, || val.hashed().into());
-            (u64::from(part.is_some()), ((key, val), time, diff))
-        });
-    let (split_hot, cold) = (streams.pop().expect("two parts"), streams.pop().expect("two parts"));
+    let (cold, split_hot) = split(records, &routes);
     let cold = cold.as_collection().arrange_by_key();
     let hot = hot_keys(cold.stream.clone(), &routes, skew);
     // Every worker marks every hot key from the time it turned hot (never
