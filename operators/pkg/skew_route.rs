@@ -117,17 +117,28 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
         }
     }
 
-    /// The shares `key` (of route hash `route`) is dealt by at `time`, if
-    /// it is hot then: only the deals decided at or before `time` count.
+    /// Every deal of `key` (of route hash `route`), in time order: none for
+    /// a cold key.
     #[inline]
-    fn deal(&self, key: &K, route: u64, time: &T) -> Option<&Shares> {
+    fn deals(&self, key: &K, route: u64) -> &[(T, Shares)] {
         if !self.filter.may_contain(route) {
-            return None;
+            return &[];
         }
         self.hot
             .get(&route)
             .and_then(|keys| keys.iter().find(|(held, _)| held == key))
-            .and_then(|(_, from)| from.iter().rev().find(|(since, _)| since.less_equal(time)))
+            .map_or(&[], |(_, from)| from.as_slice())
+    }
+
+    /// The shares `key` is dealt by at `time`, if it is hot then: only the
+    /// deals decided at or before `time` count.
+    #[inline]
+    fn deal(&self, key: &K, route: u64, time: &T) -> Option<&Shares> {
+        let deals = self.deals(key, route);
+        deals
+            .iter()
+            .rev()
+            .find(|(since, _)| since.less_equal(time))
             .map(|(_, shares)| shares)
     }
 
@@ -163,19 +174,12 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
         worker
     }
 
-    /// The first deal of a hot key (of route hash `route`), if it holds at
-    /// `time`: a key is hot from its first deal on.
+    /// The first deal of a hot key, if it holds at `time`: a key is hot
+    /// from its first deal on.
     #[inline]
     fn first_deal(&self, key: &K, route: u64, time: Option<&T>) -> Option<&Shares> {
-        if !self.filter.may_contain(route) {
-            return None;
-        }
-        self.hot
-            .get(&route)
-            .and_then(|keys| keys.iter().find(|(held, _)| held == key))
-            .and_then(|(_, from)| from.first())
-            .filter(|(since, _)| time.is_none_or(|time| since.less_equal(time)))
-            .map(|(_, shares)| shares)
+        let (since, shares) = self.deals(key, route).first()?;
+        time.is_none_or(|time| since.less_equal(time)).then_some(shares)
     }
 
     /// Where an update of `key` at `time` goes if its key is hot then: to
