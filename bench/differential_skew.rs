@@ -1,13 +1,16 @@
 //! Differential's own operators against the skew-proof ones on a stream of
 //! keyed facts (each retracted `--window` epochs after its insertion), side
 //! by side: `join` and `skew_join` (the facts joined with a table of one
-//! row per key), `count` and `skew_count`, `distinct` and `skew_distinct`
+//! row per key; with `join-apart`, with a second stream of facts as large
+//! whose hot keys are the first's coldest; with `join-alike`, with a
+//! second stream of a thousandth of the facts, keys drawn alike: both
+//! sides skewed on the same keys), `count` and `skew_count`, `distinct` and `skew_distinct`
 //! (of the facts' keys), a `reduce` to each key's least record and
 //! `skew_min`. Seconds, per-epoch latency, and each worker's
 //! share of the operator's input (the records each worker's join or
 //! reduction arranges).
 //!
-//! `cargo bench --bench differential_skew -- [--ops join,count,distinct,min]
+//! `cargo bench --bench differential_skew -- [--ops join,count,distinct,min,join-apart,join-alike]
 //!  [--keys zipf:1.0:100000,zipf:1.2:100000,zipf:1.5:100000]
 //!  [--epochs 20] [--inserts 100000] [--window 3] [--workers 1,2,4] [--work-workers 16] [--rounds 3]`
 //!
@@ -23,7 +26,7 @@
 //! worker's input over the skew-proof operator's: the reductions also
 //! shrink the total, as hot keys are combined), and for the join the table rows copied to the
 //! hot keys' other workers (one row per key: at most d − 1 for a key dealt
-//! to d workers), for the reductions the keys some worker combined (count
+//! to d workers; with two streams, the updates of either copied), for the reductions the keys some worker combined (count
 //! and distinct) or found hot (min). For `skew_min` the work counted is
 //! the first level's input (the records each worker routed to each); a hot
 //! key's records from before it turned hot, moved to their parts, and the
@@ -53,7 +56,7 @@ use timely::dataflow::ProbeHandle;
 #[derive(Parser, Debug)]
 struct Args {
     /// Operators, each against its skew-proof counterpart (comma-separated:
-    /// join, count, distinct, min).
+    /// join, count, distinct, min, join-apart, join-alike).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "join,count,distinct,min")]
     ops: Vec<Op>,
     /// Key distributions (comma-separated).
@@ -93,6 +96,8 @@ enum Op {
     Count,
     Distinct,
     Min,
+    JoinApart,
+    JoinAlike,
 }
 
 impl Op {
@@ -103,18 +108,41 @@ impl Op {
             Op::Count => ["count", "skew_count"],
             Op::Distinct => ["distinct", "skew_distinct"],
             Op::Min => ["reduce(min)", "skew_min"],
+            Op::JoinApart => ["join (streams apart)", "skew_join (streams apart)"],
+            Op::JoinAlike => ["join (streams alike)", "skew_join (streams alike)"],
         }
+    }
+
+    /// The second stream's facts per epoch (none: a table, or no second
+    /// input) and the key of its record `record`.
+    fn second(self, inserts: u64, keys: &KeySampler) -> (u64, impl Fn(u64) -> u64 + '_) {
+        let per_epoch = match self {
+            Op::JoinApart => inserts,
+            Op::JoinAlike => inserts / 1000,
+            _ => 0,
+        };
+        let apart = self == Op::JoinApart;
+        (per_epoch, move |record: u64| {
+            // Another draw than the first stream's record of the same number.
+            let rank = keys.rank(record ^ (1 << 62)) as u64;
+            if apart {
+                keys.distinct() as u64 - 1 - rank
+            } else {
+                rank
+            }
+        })
     }
 }
 
 /// A run's seconds, per-epoch latency, output digest, the operator's input
-/// each worker arranged, the table rows copied to hot keys' other workers
+/// each worker arranged, the output updates each produced, the table rows copied to hot keys' other workers
 /// and the hot keys (dealt by the join, combined by the reductions).
 struct Run {
     seconds: f64,
     latency: LatencySummary,
     digest: u64,
     work: Vec<u64>,
+    output: Vec<u64>,
     copies: u64,
     hot_keys: usize,
 }
@@ -124,17 +152,27 @@ fn worker_of(key: u64, peers: usize) -> usize {
     (Hashable::hashed(&key) % peers as u64) as usize
 }
 
-/// Folds every update of `output` into `digest` and probes it with `probe`.
+/// What a run's output comes to: a digest of every update, and the
+/// updates each worker produced.
+#[derive(Clone)]
+struct Watched {
+    digest: Arc<AtomicU64>,
+    produced: Arc<Vec<AtomicU64>>,
+}
+
+/// Folds every update of `output` into `watched` (as worker `worker`
+/// produced it) and probes it with `probe`.
 fn watch<D: differential_dataflow::Data + std::hash::Hash>(
     output: VecCollection<'_, u64, D, isize>,
-    digest: &Arc<AtomicU64>,
+    (watched, worker): (&Watched, usize),
     probe: &ProbeHandle<u64>,
 ) {
-    let digest = Arc::clone(digest);
+    let watched = watched.clone();
     output
         .inspect(move |(record, time, diff)| {
             let update = splitmix64(key_hash(&(record, time))).wrapping_mul(*diff as u64);
-            digest.fetch_add(update, Ordering::Relaxed);
+            watched.digest.fetch_add(update, Ordering::Relaxed);
+            watched.produced[worker].fetch_add(1, Ordering::Relaxed);
         })
         .inner
         .probe_with(probe);
@@ -145,8 +183,11 @@ fn watch<D: differential_dataflow::Data + std::hash::Hash>(
 /// not, as a program that does not listen pays nothing for the log).
 fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Args, counting: bool) -> Run {
     let (epochs, inserts, window) = (args.epochs, args.inserts, args.window);
-    let digest = Arc::new(AtomicU64::new(0));
-    let shared = Arc::clone(&digest);
+    let watched = Watched {
+        digest: Arc::new(AtomicU64::new(0)),
+        produced: Arc::new((0..workers).map(|_| AtomicU64::new(0)).collect()),
+    };
+    let shared = watched.clone();
     // Per worker, the updates each worker received, as the skew-proof operators log them.
     let received = Arc::new(Mutex::new(vec![0u64; workers]));
     // Per hot key (by its route hash), every worker it was dealt to (joins) or combined on (reductions).
@@ -185,23 +226,20 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
                 });
         }
         let probe = ProbeHandle::new();
+        let out = (&shared, index as usize);
         let (mut facts, mut table) = worker.dataflow::<u64, _, _>(|scope| {
             let (facts_input, facts) = scope.new_collection::<(u64, u64), isize>();
             let (table_input, table) = scope.new_collection::<(u64, u64), isize>();
             let keys = facts.clone().map(|(key, _)| key);
             match (op, skew) {
-                (Op::Join, false) => watch(facts.join(table), &shared, &probe),
-                (Op::Join, true) => watch(facts.skew_join(table), &shared, &probe),
-                (Op::Count, false) => watch(keys.count(), &shared, &probe),
-                (Op::Count, true) => watch(keys.skew_count(), &shared, &probe),
-                (Op::Distinct, false) => watch(keys.distinct(), &shared, &probe),
-                (Op::Distinct, true) => watch(keys.skew_distinct(), &shared, &probe),
-                (Op::Min, false) => watch(
-                    facts.reduce(|_, values, out| out.push((*values[0].0, 1))),
-                    &shared,
-                    &probe,
-                ),
-                (Op::Min, true) => watch(facts.skew_min(), &shared, &probe),
+                (Op::Join | Op::JoinApart | Op::JoinAlike, false) => watch(facts.join(table), out, &probe),
+                (Op::Join | Op::JoinApart | Op::JoinAlike, true) => watch(facts.skew_join(table), out, &probe),
+                (Op::Count, false) => watch(keys.count(), out, &probe),
+                (Op::Count, true) => watch(keys.skew_count(), out, &probe),
+                (Op::Distinct, false) => watch(keys.distinct(), out, &probe),
+                (Op::Distinct, true) => watch(keys.skew_distinct(), out, &probe),
+                (Op::Min, false) => watch(facts.reduce(|_, values, out| out.push((*values[0].0, 1))), out, &probe),
+                (Op::Min, true) => watch(facts.skew_min(), out, &probe),
             }
             (facts_input, table_input)
         });
@@ -212,6 +250,7 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
                 table.insert((row, row));
             }
         }
+        let (second, second_key) = op.second(inserts, &keys);
         let mut epoch_us = Vec::new();
         for epoch in 0..epochs + window {
             let began = Instant::now();
@@ -222,6 +261,11 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
                 let mut record = first * inserts + index;
                 while record < (first + 1) * inserts {
                     facts.update((key(record), record), diff);
+                    record += peers;
+                }
+                let mut record = first * second + index;
+                while record < (first + 1) * second {
+                    table.update((second_key(record), record), diff);
                     record += peers;
                 }
             }
@@ -249,38 +293,42 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
     .map(|seconds| seconds.expect("a worker finishes"))
     .fold(0.0, f64::max);
     // The operator's input per worker: the facts (or keys) it received, and
-    // for the join the table rows it arranged (each hot key's row copied to
-    // its other workers).
-    // (On one worker the join and the least are differential's own, and log nothing.)
+    // for the joins the other side's updates it arranged, with the copies
+    // of a hot key's updates on its other workers (logged by the
+    // skew-proof operators). (On one worker the join and the least are
+    // differential's own, and log nothing.)
+    let (second, second_key) = op.second(args.inserts, sampler);
+    let table = if op == Op::Join { sampler.distinct() as u64 } else { 0 };
+    // Every fact is inserted, and retracted later.
+    let total = 2 * args.epochs * (args.inserts + second) + table;
     let logged = received.lock().unwrap().clone();
-    let mut work = if skew && logged.iter().any(|&count| count > 0) {
-        logged
+    let (work, copies) = if skew && logged.iter().any(|&count| count > 0) {
+        let copies = logged.iter().sum::<u64>().saturating_sub(total);
+        (logged, copies)
     } else {
         let mut work = vec![0u64; workers];
         for record in 0..args.epochs * args.inserts {
-            // Inserted, and retracted later.
             work[worker_of(sampler.rank(record) as u64, workers)] += 2;
         }
-        work
-    };
-    let hot = hot.lock().unwrap();
-    let mut copies = 0;
-    if op == Op::Join {
-        for row in 0..sampler.distinct() as u64 {
+        for record in 0..args.epochs * second {
+            work[worker_of(second_key(record), workers)] += 2;
+        }
+        for row in 0..table {
             work[worker_of(row, workers)] += 1;
         }
-        for (key, dealt) in hot.iter() {
-            for &worker in dealt.iter().filter(|&&worker| worker as u64 != key % workers as u64) {
-                work[worker] += 1;
-                copies += 1;
-            }
-        }
-    }
+        (work, 0)
+    };
+    let hot = hot.lock().unwrap();
     let latency = LatencySummary::from_micros(&latencies.lock().unwrap());
     Run {
         seconds,
         latency,
-        digest: digest.load(Ordering::Relaxed),
+        digest: watched.digest.load(Ordering::Relaxed),
+        output: watched
+            .produced
+            .iter()
+            .map(|count| count.load(Ordering::Relaxed))
+            .collect(),
         work,
         copies,
         hot_keys: hot.len(),
@@ -304,14 +352,14 @@ fn main() {
         "differential operators on {} epochs x {} facts (each retracted {} epochs later), joins with a table of one row per key, {} rounds; seconds median [min, max]; epoch latency ms, median over rounds",
         args.epochs, args.inserts, args.window, args.rounds
     );
-    println!("| operator | keys | hottest key | workers | differential's s | skew-proof s | updates/s, differential's | updates/s, skew-proof | skew-proof / differential's, updates/s (paired [range]) | epoch p50 / p99 ms, differential's | the same, skew-proof | input busiest / mean, differential's | the same, skew-proof | gain the work allows (busiest's input, differential's / skew-proof) | table rows copied (hot keys) |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-    // Every fact is inserted and retracted.
-    let updates = (2 * args.epochs * args.inserts) as f64;
+    println!("| operator | keys | hottest key | workers | differential's s | skew-proof s | updates/s, differential's | updates/s, skew-proof | skew-proof / differential's, updates/s (paired [range]) | epoch p50 / p99 ms, differential's | the same, skew-proof | input busiest / mean, differential's | the same, skew-proof | gain the work allows (busiest's input, differential's / skew-proof) | table rows copied (hot keys) | output busiest / mean, differential's / skew-proof |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for &op in &args.ops {
         let [plain, skewed] = op.names();
         for spec in &args.keys {
             let sampler = Arc::new(KeySampler::new(spec, 1));
+            // Every fact (of both streams, for two) is inserted and retracted.
+            let updates = (2 * args.epochs * (args.inserts + op.second(args.inserts, &sampler).0)) as f64;
             let mut digests = Vec::new();
             for &workers in &args.workers {
                 let mut runs: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
@@ -347,7 +395,7 @@ fn main() {
                     .collect();
                 let cell = |(min, med, max): (f64, f64, f64)| format!("{med:.3} [{min:.3}, {max:.3}]");
                 println!(
-                    "| {plain} / {skewed} | {spec} | {:.3} | {workers} | {} | {} | {:.2} M | {:.2} M | {:.2} ({:.2} [{:.2}, {:.2}]) | {} | {} | {:.2} | {:.2} | {:.2} | {} ({}) |",
+                    "| {plain} / {skewed} | {spec} | {:.3} | {workers} | {} | {} | {:.2} M | {:.2} M | {:.2} ({:.2} [{:.2}, {:.2}]) | {} | {} | {:.2} | {:.2} | {:.2} | {} ({}) | {:.2} / {:.2} |",
                     sampler.probability(0),
                     cell(spreads[0]),
                     cell(spreads[1]),
@@ -364,6 +412,8 @@ fn main() {
                     gain,
                     counted.copies,
                     counted.hot_keys,
+                    max_over_mean(&runs[0][0].output),
+                    max_over_mean(&counted.output),
                 );
             }
             for &workers in &args.work_workers {
@@ -373,11 +423,13 @@ fn main() {
                 }
                 let (plain_balance, skew_balance) = (max_over_mean(&runs[0].work), max_over_mean(&runs[1].work));
                 println!(
-                    "| {plain} / {skewed} | {spec} | {:.3} | {workers} (work counts only) | | | | | | | | {plain_balance:.2} | {skew_balance:.2} | {:.2} | {} ({}) |",
+                    "| {plain} / {skewed} | {spec} | {:.3} | {workers} (work counts only) | | | | | | | | {plain_balance:.2} | {skew_balance:.2} | {:.2} | {} ({}) | {:.2} / {:.2} |",
                     sampler.probability(0),
                     busiest(&runs[0].work) / busiest(&runs[1].work),
                     runs[1].copies,
                     runs[1].hot_keys,
+                    max_over_mean(&runs[0].output),
+                    max_over_mean(&runs[1].output),
                 );
             }
             assert!(

@@ -23,11 +23,12 @@ type Updates = Vec<(u8, u16, u64, isize)>;
 /// What a run found: mismatched updates between the skew-proof operators
 /// and differential's (should be none), how many updates `join` produced
 /// (so that the comparison is not vacuous), and the deals the skew-proof
-/// operators made (each key's hash and workers, as logged).
+/// operators made (each key's hash, workers and the side split, as
+/// logged).
 struct Found {
     mismatched: usize,
     produced: usize,
-    deals: Vec<(u64, Vec<usize>)>,
+    deals: Vec<(u64, Vec<usize>, usize)>,
 }
 
 fn mismatches(workers: usize, left: Updates, right: Updates, skew: Skew) -> Found {
@@ -45,8 +46,8 @@ fn mismatches(workers: usize, left: Updates, right: Updates, skew: Skew) -> Foun
             .expect("a registry")
             .insert::<SkewEventBuilder, _>(SKEW_LOG_NAME, move |_, events| {
                 for (_, event) in events.iter().flat_map(|events| events.iter()) {
-                    if let SkewEvent::Hot { key, workers, .. } = event {
-                        deals.lock().unwrap().push((*key, workers.clone()));
+                    if let SkewEvent::Hot { key, workers, side, .. } = event {
+                        deals.lock().unwrap().push((*key, workers.clone(), *side));
                     }
                 }
             });
@@ -154,7 +155,7 @@ fn a_hot_key_split_over_workers_joins_as_join_does() {
             found.deals
         );
         assert!(
-            workers == 1 || found.deals.iter().any(|(_, dealt)| dealt.len() > 1),
+            workers == 1 || found.deals.iter().any(|(_, dealt, _)| dealt.len() > 1),
             "{:?}",
             found.deals
         );
@@ -187,6 +188,38 @@ fn both_sides_skewed_on_the_same_keys_join_as_join_does() {
 }
 
 #[test]
+fn the_second_sides_hot_key_is_split_on_its_side() {
+    // The table's key 5 is hot (hundreds of rows at every time, some
+    // retracted later) where the facts have few of it; the facts' hot keys
+    // change as before.
+    let (left, mut right) = skewed(&[0, 0, 1, 1, 2, 2], 200, 3);
+    for time in 0..6u64 {
+        for i in 0..300u16 {
+            let value = 1_000 + time as u16 * 300 + i;
+            right.push((5, value, time, 1));
+            if i % 4 == 0 {
+                right.push((5, value, time + 1 + u64::from(i % 3), -1));
+            }
+        }
+    }
+    let skew = Skew::default().with_min_updates(1).unwrap();
+    for workers in 1..=4 {
+        let found = mismatches(workers, left.clone(), right.clone(), skew);
+        assert_eq!(found.mismatched, 0, "{workers} workers");
+        assert!(found.produced > 1000, "{}", found.produced);
+        // Both sides have keys split on them.
+        for side in [0, 1] {
+            assert_eq!(
+                found.deals.iter().any(|deal| deal.2 == side && deal.1.len() > 1),
+                workers > 1,
+                "{workers} workers: {:?}",
+                found.deals
+            );
+        }
+    }
+}
+
+#[test]
 fn a_key_dealt_anew_as_its_load_grows_joins_as_join_does() {
     // Key 0's facts double every time: it is dealt anew as its load doubles.
     let mut left = Vec::new();
@@ -206,7 +239,7 @@ fn a_key_dealt_anew_as_its_load_grows_joins_as_join_does() {
         let found = mismatches(workers, left.clone(), right.clone(), skew);
         assert_eq!(found.mismatched, 0, "{workers} workers");
         let mut deals: HashMap<u64, usize> = HashMap::new();
-        for (key, _) in &found.deals {
+        for (key, _, _) in &found.deals {
             *deals.entry(*key).or_default() += 1;
         }
         assert!(

@@ -183,6 +183,11 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
         changes
     }
 
+    /// `key`'s decayed count of updates (0 if it was not reported lately).
+    pub(crate) fn count(&self, key: &K) -> f64 {
+        self.counts.get(key).copied().unwrap_or(0.0)
+    }
+
     /// Each worker's load as the decayed counts tell it: the hot keys dealt
     /// by their shares, the others on their owners.
     fn loads(&self, owner: impl Fn(&K) -> usize) -> Vec<f64> {

@@ -29,6 +29,10 @@ pub enum SkewEvent {
         workers: Vec<usize>,
         /// The share of its updates each of `workers` takes.
         shares: Vec<f64>,
+        /// The input whose updates of the key are split, by its place
+        /// among the operator's inputs (0 for the first; a join copies the
+        /// other input's updates of the key to `workers`).
+        side: usize,
     },
     /// The updates this worker sent on since its last `Routed`.
     Routed {

@@ -215,7 +215,7 @@ where
     let routes = Routes::shared(&scope);
     let (cold, split_hot) = split(records, &routes);
     let cold = cold.as_collection().arrange_by_key();
-    let hot = hot_keys(cold.stream.clone(), &routes, skew);
+    let hot = hot_keys(cold.stream.clone(), &[Rc::clone(&routes)], skew);
     // Every worker marks every hot key from the time it turned hot (never
     // retracted: a hot key stays hot). Worker 0 decides in time order and
     // the broadcast keeps it, so a key's first deal seen is its earliest.
@@ -229,7 +229,7 @@ where
                 input.for_each_stamp(|cap, batches| {
                     let Some(time) = cap.least().cloned() else { return };
                     let mut session = output.session(&cap);
-                    for (key, shares) in batches.flat_map(|batch| batch.drain(..)) {
+                    for (_, (key, shares)) in batches.flat_map(|batch| batch.drain(..)) {
                         if marked.insert(key.clone()) {
                             learn.borrow_mut().learn(time.clone(), (key.clone(), shares));
                             session.give(((key, ()), time.clone(), Present));

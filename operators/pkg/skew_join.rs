@@ -1,22 +1,25 @@
 //! A join whose hot keys are split over several workers.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use differential_dataflow::difference::{Abelian, Multiply, Present, Semigroup};
 use differential_dataflow::lattice::Lattice;
 use differential_dataflow::operators::arrange::arrangement::arrange_core;
+use differential_dataflow::operators::arrange::TraceAgent;
 use differential_dataflow::trace::implementations::{ValBatcher, ValSpine};
 use differential_dataflow::{ExchangeData, Hashable, VecCollection};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::Map;
-use timely::dataflow::operators::Exchange as ExchangeRecords;
+use timely::dataflow::operators::{Concat, Exchange as ExchangeRecords};
+use timely::dataflow::StreamVec;
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
 
 use super::hot_keys::Skew;
-use super::skew_route::{hot_keys, key_route, route, Routes};
+use super::skew_route::{hot_keys, key_route, route, Routes, SharedRoutes, SideHotKey};
 
 /// What a join of `(K, V)` and `(K, V2)` records produces.
 pub type Joined<'scope, T, K, V, V2, R, R2> = VecCollection<'scope, T, (K, (V, V2)), <R as Multiply<R2>>::Output>;
@@ -28,12 +31,12 @@ pub trait SkewJoin<'scope, T: Timestamp, K, V, R> {
     /// for every pair of records with equal keys, multiplicities
     /// multiplied, at every time.
     ///
-    /// Keys that carry a large share of `self`'s updates are split: their
-    /// updates go to several workers (by a hash of the whole record), and
-    /// `other`'s updates for them are copied to each of those workers from
-    /// the time the key turned hot. Other keys go where `join` sends them.
-    /// Put the larger, skewed collection first. Times must be totally
-    /// ordered (as `count_total`'s).
+    /// Keys that carry a large share of either side's updates are split on
+    /// the side with more of them: their updates on that side go to
+    /// several workers (by a hash of the whole record), and the other
+    /// side's updates of them are copied to each of those workers from the
+    /// time the key turned hot. Other keys go where `join` sends them.
+    /// Times must be totally ordered (as `count_total`'s).
     ///
     /// ```
     /// use differential_dataflow::input::Input;
@@ -48,7 +51,7 @@ pub trait SkewJoin<'scope, T: Timestamp, K, V, R> {
     /// ```
     fn skew_join<V2, R2>(self, other: VecCollection<'scope, T, (K, V2), R2>) -> Joined<'scope, T, K, V, V2, R, R2>
     where
-        V2: ExchangeData,
+        V2: ExchangeData + Hashable,
         R2: ExchangeData + Semigroup,
         R: Multiply<R2, Output: Semigroup + 'static>;
 
@@ -60,7 +63,7 @@ pub trait SkewJoin<'scope, T: Timestamp, K, V, R> {
         skew: Skew,
     ) -> Joined<'scope, T, K, V, V2, R, R2>
     where
-        V2: ExchangeData,
+        V2: ExchangeData + Hashable,
         R2: ExchangeData + Semigroup,
         R: Multiply<R2, Output: Semigroup + 'static>;
 
@@ -74,7 +77,7 @@ pub trait SkewJoin<'scope, T: Timestamp, K, V, R> {
         logic: L,
     ) -> VecCollection<'scope, T, D, <R as Multiply<R2>>::Output>
     where
-        V2: ExchangeData,
+        V2: ExchangeData + Hashable,
         R2: ExchangeData + Semigroup,
         R: Multiply<R2, Output: Semigroup + 'static>,
         D: differential_dataflow::Data,
@@ -120,7 +123,7 @@ where
 {
     fn skew_join<V2, R2>(self, other: VecCollection<'scope, T, (K, V2), R2>) -> Joined<'scope, T, K, V, V2, R, R2>
     where
-        V2: ExchangeData,
+        V2: ExchangeData + Hashable,
         R2: ExchangeData + Semigroup,
         R: Multiply<R2, Output: Semigroup + 'static>,
     {
@@ -133,7 +136,7 @@ where
         skew: Skew,
     ) -> Joined<'scope, T, K, V, V2, R, R2>
     where
-        V2: ExchangeData,
+        V2: ExchangeData + Hashable,
         R2: ExchangeData + Semigroup,
         R: Multiply<R2, Output: Semigroup + 'static>,
     {
@@ -147,86 +150,48 @@ where
         logic: L,
     ) -> VecCollection<'scope, T, D, <R as Multiply<R2>>::Output>
     where
-        V2: ExchangeData,
+        V2: ExchangeData + Hashable,
         R2: ExchangeData + Semigroup,
         R: Multiply<R2, Output: Semigroup + 'static>,
         D: differential_dataflow::Data,
         L: Fn(&K, &V, &V2) -> D + Clone + 'static,
     {
-        let me = self.inner.scope().index();
-        let peers = self.inner.scope().peers() as u64;
-        if peers == 1 {
+        let scope = self.inner.scope();
+        if scope.peers() == 1 {
             // Nothing to split over.
             return self.join_map(other, logic);
         }
-        // This side: each update to its key's worker, or a hot key's to one of its workers.
-        let routes = Routes::shared(&self.inner.scope());
+        // Each side's updates to their key's worker, or, for a key split on
+        // that side, to one of the key's workers.
+        let (routes, their_routes) = (Routes::shared(&scope), Routes::shared(&scope));
         let mine = arrange_core::<_, _, ValBatcher<K, V, T, R>, ValSpine<K, V, T, R>>(
             self.inner,
             route(&routes),
             "SkewJoinArrange",
             ValBatcher::new,
         );
-        let hot = hot_keys(mine.stream.clone(), &routes, skew);
-        // The other side where `join` puts it, and for each hot key a copy on
-        // every other worker of the key, from the time the key turned hot:
-        // the key's worker joins the copies of its records (`Present`: never
-        // retracted, as a hot key stays hot) with the other side.
-        let theirs = other.arrange_by_key();
-        let copies = hot.unary::<CapacityContainerBuilder<Vec<((K, usize), T, Present)>>, _, _, _>(
-            Pipeline,
-            "SkewJoinHot",
-            move |_, _| {
-                // The workers each of this worker's hot keys is copied to so far.
-                let mut sent: HashMap<K, Vec<usize>> = HashMap::new();
-                let mut last: Option<T> = None;
-                move |input, output| {
-                    input.for_each_stamp(|cap, batches| {
-                        let Some(time) = cap.least().cloned() else { return };
-                        // A copy stamped later than a deal it serves would
-                        // miss rows: the deals must come in time order.
-                        debug_assert!(last.as_ref().is_none_or(|last| last.less_equal(&time)));
-                        last = Some(time.clone());
-                        let mut session = output.session(&cap);
-                        for (key, shares) in batches.flat_map(|batch| batch.drain(..)) {
-                            if key_route(&key) % peers != me as u64 {
-                                continue;
-                            }
-                            let sent = sent.entry(key.clone()).or_insert_with(|| vec![me]);
-                            for (worker, _) in shares {
-                                if !sent.contains(&worker) {
-                                    sent.push(worker);
-                                    session.give(((key.clone(), worker), time.clone(), Present));
-                                }
-                            }
-                        }
-                    });
-                }
-            },
-        );
-        let copies = arrange_core::<_, _, ValBatcher<K, usize, T, Present>, ValSpine<K, usize, T, Present>>(
-            copies,
-            Pipeline,
-            "SkewJoinCopies",
+        let theirs = arrange_core::<_, _, ValBatcher<K, V2, T, R2>, ValSpine<K, V2, T, R2>>(
+            other.inner,
+            route(&their_routes),
+            "SkewJoinArrange",
             ValBatcher::new,
         );
-        let copied = copies
-            .join_core(theirs.clone(), |key, &worker, val| {
-                Some((worker, (key.clone(), val.clone())))
-            })
-            .inner
-            .exchange(|((worker, _), _, _): &((usize, (K, V2)), T, R2)| *worker as u64)
-            .map(|((_, record), time, diff)| (record, time, diff));
-        let copied = arrange_core::<_, _, ValBatcher<K, V2, T, R2>, ValSpine<K, V2, T, R2>>(
-            copied,
-            Pipeline,
-            "SkewJoinCopied",
-            ValBatcher::new,
-        );
-        let (first, second) = (logic.clone(), logic);
+        // Past a time, both sides' updates of it are routed and counted.
+        let progress = mine
+            .stream
+            .clone()
+            .map(|_| ())
+            .concat(theirs.stream.clone().map(|_| ()));
+        let hot = hot_keys(progress, &[Rc::clone(&routes), Rc::clone(&their_routes)], skew);
+        // A key split on one side meets the other side's updates on its
+        // owner (where they stay) and on its other workers (copies).
+        let copied_theirs = copies(hot.clone(), 0, theirs.clone(), &their_routes);
+        let copied_mine = copies(hot, 1, mine.clone(), &routes);
+        let (both, split_mine, split_theirs) = (logic.clone(), logic.clone(), logic);
         mine.clone()
-            .join_core(theirs, move |key, val, val2| Some(first(key, val, val2)))
-            .concat(mine.join_core(copied, move |key, val, val2| Some(second(key, val, val2))))
+            .join_core(theirs.clone(), move |key, val, val2| Some(both(key, val, val2)))
+            .concat(mine.join_core(copied_theirs, move |key, val, val2| Some(split_mine(key, val, val2))))
+            .concat(copied_mine.join_core(theirs, move |key, val, val2| Some(split_theirs(key, val, val2))))
     }
 
     fn skew_semijoin<R2>(
@@ -249,4 +214,80 @@ where
     {
         self.clone().concat(self.skew_semijoin(other).negate())
     }
+}
+
+/// An arrangement of `(K, V)` updates, as the skew-proof join keeps them.
+type Arranged<'scope, K, V, T, R> =
+    differential_dataflow::operators::arrange::Arranged<'scope, TraceAgent<ValSpine<K, V, T, R>>>;
+
+/// Copies of `source`'s updates (arranged where their keys' owners hold
+/// every update of a key not split on their side) of the keys split on
+/// `side` by `hot`: on each of a key's workers but its owner, from the time
+/// the key was dealt there (`Present`: never retracted, as a hot key stays
+/// hot), arranged there. `routes` counts them as sent, for the log.
+fn copies<'scope, T, K, V, R>(
+    hot: StreamVec<'scope, T, SideHotKey<K>>,
+    side: usize,
+    source: Arranged<'scope, K, V, T, R>,
+    routes: &SharedRoutes<K, T>,
+) -> Arranged<'scope, K, V, T, R>
+where
+    T: Timestamp + Lattice + TotalOrder + Ord,
+    K: ExchangeData + Hashable + std::hash::Hash,
+    V: ExchangeData,
+    R: ExchangeData + Semigroup,
+{
+    let (me, peers) = (hot.scope().index(), hot.scope().peers() as u64);
+    let deals = hot.unary::<CapacityContainerBuilder<Vec<((K, usize), T, Present)>>, _, _, _>(
+        Pipeline,
+        "SkewJoinHot",
+        move |_, _| {
+            // The workers each of this worker's hot keys is copied to so far.
+            let mut sent: HashMap<K, Vec<usize>> = HashMap::new();
+            let mut last: Option<T> = None;
+            move |input, output| {
+                input.for_each_stamp(|cap, batches| {
+                    let Some(time) = cap.least().cloned() else { return };
+                    // A copy stamped later than a deal it serves would
+                    // miss updates: the deals must come in time order.
+                    debug_assert!(last.as_ref().is_none_or(|last| last.less_equal(&time)));
+                    last = Some(time.clone());
+                    let mut session = output.session(&cap);
+                    for (dealt, (key, shares)) in batches.flat_map(|batch| batch.drain(..)) {
+                        if dealt != side || key_route(&key) % peers != me as u64 {
+                            continue;
+                        }
+                        let sent = sent.entry(key.clone()).or_insert_with(|| vec![me]);
+                        for (worker, _) in shares {
+                            if !sent.contains(&worker) {
+                                sent.push(worker);
+                                session.give(((key.clone(), worker), time.clone(), Present));
+                            }
+                        }
+                    }
+                });
+            }
+        },
+    );
+    let deals = arrange_core::<_, _, ValBatcher<K, usize, T, Present>, ValSpine<K, usize, T, Present>>(
+        deals,
+        Pipeline,
+        "SkewJoinCopies",
+        ValBatcher::new,
+    );
+    let routes = Rc::clone(routes);
+    let copied = deals
+        .join_core(source, |key, &worker, val| Some((worker, (key.clone(), val.clone()))))
+        .inner
+        .exchange(move |((worker, _), _, _): &((usize, (K, V)), T, R)| {
+            routes.borrow_mut().sent_to(*worker);
+            *worker as u64
+        })
+        .map(|((_, record), time, diff)| (record, time, diff));
+    arrange_core::<_, _, ValBatcher<K, V, T, R>, ValSpine<K, V, T, R>>(
+        copied,
+        Pipeline,
+        "SkewJoinCopied",
+        ValBatcher::new,
+    )
 }

@@ -32,14 +32,15 @@ use super::key_filter::KeyFilter;
 use super::skew_events::{SkewEvent, SkewEventBuilder, SKEW_LOG_NAME};
 use super::strides::{Strides, SAMPLE};
 
-/// What a worker tells the deciding worker about one time.
+/// What a worker tells the deciding worker about one time, for one side
+/// (an input of the operator, by its index).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 enum Count<K> {
-    /// A key it saw often, and how often.
-    Key(K, u64),
-    /// How many of its updates each worker owns the key of (all of them,
-    /// summed).
-    Owned(Vec<u64>),
+    /// A key it saw often on a side, and how often.
+    Key(usize, K, u64),
+    /// How many of its updates of a side each worker owns the key of (all
+    /// of them, summed).
+    Owned(usize, Vec<u64>),
 }
 
 /// Bits of the filter that answers "not hot" for most keys at one test.
@@ -155,6 +156,12 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
             keys.entry(route).or_insert_with(|| (key.clone(), 0)).1 += SAMPLE;
             owned[(route % self.peers) as usize] += SAMPLE;
         }
+        self.sent_to(worker);
+    }
+
+    /// One more update sent to `worker`, if anyone listens.
+    #[inline]
+    pub(crate) fn sent_to(&mut self, worker: usize) {
         if let Some(sent) = self.sent.get_mut(worker) {
             *sent += 1;
         }
@@ -230,16 +237,24 @@ where
     })
 }
 
-/// The hot keys, as every worker learns them (and `routes` with them):
-/// decided on worker 0 from each worker's counts of a time, once
+/// A hot key's deal, with the side (the operator's input, by its index)
+/// whose updates it splits.
+pub(crate) type SideHotKey<K> = (usize, HotKey<K>);
+
+/// The hot keys of each of `sides` (the routes of each of an operator's
+/// inputs), as every worker learns them (and each side's routes with
+/// them): decided on worker 0 from each worker's counts of a time, once
 /// `progress` (a stream downstream of the routing, such as the routed
 /// updates arranged: past a time, every worker has counted it) has passed
-/// it, and sent to every worker at that time.
+/// it, and sent to every worker at that time. A key is split on one side
+/// only: the one with the most of its updates (counts decayed over the
+/// last times, as [`HotKeys`] keeps them) when it turns hot, and that one
+/// for good.
 pub(crate) fn hot_keys<'scope, T, K, C>(
     progress: Stream<'scope, T, C>,
-    routes: &SharedRoutes<K, T>,
+    sides: &[SharedRoutes<K, T>],
     skew: Skew,
-) -> StreamVec<'scope, T, HotKey<K>>
+) -> StreamVec<'scope, T, SideHotKey<K>>
 where
     T: Timestamp + TotalOrder,
     K: ExchangeData + Hashable + std::hash::Hash,
@@ -247,29 +262,33 @@ where
 {
     let (me, peers) = (progress.scope().index(), progress.scope().peers());
     let logger = progress.scope().worker().logger_for::<SkewEventBuilder>(SKEW_LOG_NAME);
-    let (report, learn) = (Rc::clone(routes), Rc::clone(routes));
+    let (report, learn) = (sides.to_vec(), sides.to_vec());
     let decisions = logger.clone();
+    let count = sides.len();
     let hot = progress
         .unary_frontier::<CapacityContainerBuilder<Vec<Count<K>>>, _, _, _>(Pipeline, "SkewCount", move |cap, _| {
             let mut cap = Some(cap);
             move |(input, frontier), output| {
                 input.for_each_stamp(|_, _| {});
-                let mut routes = report.borrow_mut();
-                while let Some(entry) = routes.counted.first_entry() {
-                    let Some(held) = cap.as_ref() else { break };
-                    if frontier.less_equal(entry.key()) {
-                        break;
+                if let Some(held) = cap.as_ref() {
+                    for (side, routes) in report.iter().enumerate() {
+                        let mut routes = routes.borrow_mut();
+                        while let Some(entry) = routes.counted.first_entry() {
+                            if frontier.less_equal(entry.key()) {
+                                break;
+                            }
+                            let (time, (keys, owned)) = entry.remove_entry();
+                            let total: u64 = owned.iter().sum();
+                            let at = held.delayed(&time);
+                            let mut session = output.session(&at);
+                            session.give_iterator(
+                                keys.into_values()
+                                    .filter(|&(_, count)| skew.reports(count, total, peers))
+                                    .map(|(key, count)| Count::Key(side, key, count)),
+                            );
+                            session.give(Count::Owned(side, owned));
+                        }
                     }
-                    let (time, (keys, owned)) = entry.remove_entry();
-                    let total: u64 = owned.iter().sum();
-                    let at = held.delayed(&time);
-                    let mut session = output.session(&at);
-                    session.give_iterator(
-                        keys.into_values()
-                            .filter(|&(_, count)| skew.reports(count, total, peers))
-                            .map(|(key, count)| Count::Key(key, count)),
-                    );
-                    session.give(Count::Owned(owned));
                 }
                 match frontier.frontier().first() {
                     Some(time) => cap.iter_mut().for_each(|cap| cap.downgrade(time)),
@@ -277,37 +296,49 @@ where
                 }
             }
         })
-        .unary_frontier::<CapacityContainerBuilder<Vec<HotKey<K>>>, _, _, _>(
+        .unary_frontier::<CapacityContainerBuilder<Vec<SideHotKey<K>>>, _, _, _>(
             Exchange::new(|_: &Count<K>| 0),
             "SkewDecide",
             move |_, _| {
-                let mut hot = HotKeys::new(peers, skew);
-                let mut stash: TimeStash<T, Counted<K>> = TimeStash::default();
+                let mut hot: Vec<HotKeys<K>> = (0..count).map(|_| HotKeys::new(peers, skew)).collect();
+                // The side each hot key is split on.
+                let mut split_on: HashMap<K, usize> = HashMap::new();
+                let mut stash: TimeStash<T, Vec<Counted<K>>> = TimeStash::default();
                 move |(input, frontier), output| {
                     input.for_each_stamp(|cap, batches| {
-                        let Some((counts, owned)) = stash.at(&cap) else {
+                        let Some(counted) = stash.at(&cap) else {
                             return;
                         };
-                        owned.resize(peers, 0);
-                        for count in batches.flat_map(|batch| batch.drain(..)) {
-                            match count {
-                                Count::Key(key, count) => *counts.entry(key).or_default() += count,
-                                Count::Owned(theirs) => {
-                                    owned.iter_mut().zip(theirs).for_each(|(mine, theirs)| *mine += theirs)
-                                }
+                        counted.resize_with(count, || (HashMap::new(), vec![0; peers]));
+                        for message in batches.flat_map(|batch| batch.drain(..)) {
+                            match message {
+                                Count::Key(side, key, count) => *counted[side].0.entry(key).or_default() += count,
+                                Count::Owned(side, theirs) => counted[side]
+                                    .1
+                                    .iter_mut()
+                                    .zip(theirs)
+                                    .for_each(|(mine, theirs)| *mine += theirs),
                             }
                         }
                     });
-                    stash.drain_complete(frontier, |cap, (counts, owned)| {
+                    stash.drain_complete(frontier, |cap, counted| {
                         let owner = |key: &K| (key_route(key) % peers as u64) as usize;
-                        let changes = hot.end_time(counts, &owned, owner);
-                        if let Some(logger) = &decisions {
-                            for (key, shares) in &changes {
-                                logger.log(SkewEvent::Hot {
-                                    key: key_route(key),
-                                    workers: shares.iter().map(|&(worker, _)| worker).collect(),
-                                    shares: shares.iter().map(|&(_, share)| share).collect(),
-                                });
+                        let sides = one_side_per_key(counted, &hot, &split_on);
+                        let mut changes = Vec::new();
+                        for (side, (counts, owned)) in sides.into_iter().enumerate() {
+                            for (key, shares) in hot[side].end_time(counts, &owned, owner) {
+                                if let Some(logger) = &decisions {
+                                    logger.log(SkewEvent::Hot {
+                                        key: key_route(&key),
+                                        workers: shares.iter().map(|&(worker, _)| worker).collect(),
+                                        shares: shares.iter().map(|&(_, share)| share).collect(),
+                                        side,
+                                    });
+                                }
+                                if count > 1 {
+                                    split_on.insert(key.clone(), side);
+                                }
+                                changes.push((side, (key, shares)));
                             }
                         }
                         output.session(&cap).give_iterator(changes.into_iter());
@@ -317,22 +348,108 @@ where
         )
         .broadcast();
     hot.clone().sink(Pipeline, "SkewLearn", move |(input, _)| {
-        let mut routes = learn.borrow_mut();
         input.for_each_stamp(|cap, batches| {
             if let Some(time) = cap.least() {
-                for hot_key in batches.flat_map(|batch| batch.drain(..)) {
-                    routes.learn(time.clone(), hot_key);
+                for (side, hot_key) in batches.flat_map(|batch| batch.drain(..)) {
+                    learn[side].borrow_mut().learn(time.clone(), hot_key);
                 }
             }
         });
         // Whenever the hot keys move on (and once more as they end): what
-        // was sent since the last.
+        // was sent since the last, over every side.
         if let Some(logger) = &logger {
-            if routes.sent.iter().any(|&count| count > 0) {
-                let sent = std::mem::replace(&mut routes.sent, vec![0; peers]);
+            let mut sent = vec![0; peers];
+            for routes in &learn {
+                let mut routes = routes.borrow_mut();
+                if routes.sent.iter().any(|&count| count > 0) {
+                    let theirs = std::mem::replace(&mut routes.sent, vec![0; peers]);
+                    sent.iter_mut().zip(theirs).for_each(|(total, count)| *total += count);
+                }
+            }
+            if sent.iter().any(|&count| count > 0) {
                 logger.log(SkewEvent::Routed { worker: me, sent });
             }
         }
     });
     hot
+}
+
+/// Each side's counts of one time, less the keys some other side has more
+/// of (its counts decayed in `hot`, plus this time's; at a tie, the first
+/// side) or splits already (`split_on`): a key is split on one side only.
+fn one_side_per_key<K: Eq + std::hash::Hash + Clone>(
+    mut counted: Vec<Counted<K>>,
+    hot: &[HotKeys<K>],
+    split_on: &HashMap<K, usize>,
+) -> Vec<Counted<K>> {
+    if counted.len() < 2 {
+        return counted;
+    }
+    let weight = |counted: &[Counted<K>], side: usize, key: &K| {
+        hot[side].count(key) + counted[side].0.get(key).copied().unwrap_or(0) as f64
+    };
+    let dropped: Vec<Vec<K>> = (0..counted.len())
+        .map(|side| {
+            counted[side]
+                .0
+                .keys()
+                .filter(|key| match split_on.get(*key) {
+                    Some(&on) => on != side,
+                    None => {
+                        let mine = weight(&counted, side, key);
+                        (0..counted.len()).any(|other| {
+                            let theirs = weight(&counted, other, key);
+                            theirs > mine || (other < side && theirs == mine)
+                        })
+                    }
+                })
+                .cloned()
+                .collect()
+        })
+        .collect();
+    for (side, keys) in dropped.into_iter().enumerate() {
+        for key in keys {
+            counted[side].0.remove(&key);
+        }
+    }
+    counted
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counted(keys: &[(&'static str, u64)]) -> Counted<&'static str> {
+        (keys.iter().copied().collect(), vec![0; 2])
+    }
+
+    fn keys(counted: &Counted<&'static str>) -> Vec<&'static str> {
+        let mut keys: Vec<_> = counted.0.keys().copied().collect();
+        keys.sort();
+        keys
+    }
+
+    #[test]
+    fn a_key_is_split_on_the_side_with_most_of_it_and_stays_there() {
+        let hot = vec![HotKeys::new(2, Skew::default()), HotKeys::new(2, Skew::default())];
+        let mut split_on = HashMap::new();
+        // "a" is larger on side 0, "b" on side 1, "c" ties (the first side
+        // takes it), "d" is on side 1 alone.
+        let sides = one_side_per_key(
+            vec![
+                counted(&[("a", 90), ("b", 10), ("c", 5)]),
+                counted(&[("a", 10), ("b", 90), ("c", 5), ("d", 3)]),
+            ],
+            &hot,
+            &split_on,
+        );
+        assert_eq!((keys(&sides[0]), keys(&sides[1])), (vec!["a", "c"], vec!["b", "d"]));
+        // Once split on side 1, "a" stays there whatever the counts say.
+        split_on.insert("a", 1);
+        let sides = one_side_per_key(vec![counted(&[("a", 90)]), counted(&[("a", 1)])], &hot, &split_on);
+        assert_eq!((keys(&sides[0]), keys(&sides[1])), (vec![], vec!["a"]));
+        // One side: nothing to choose.
+        let sides = one_side_per_key(vec![counted(&[("a", 1)])], &hot[..1], &split_on);
+        assert_eq!(keys(&sides[0]), vec!["a"]);
+    }
 }
