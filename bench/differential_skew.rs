@@ -35,10 +35,9 @@
 //! alone (they do not depend on the cores). Every run's digest of the
 //! output must equal every other's of the same operator on the same keys.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -152,27 +151,23 @@ fn worker_of(key: u64, peers: usize) -> usize {
     (Hashable::hashed(&key) % peers as u64) as usize
 }
 
-/// What a run's output comes to: a digest of every update, and the
-/// updates each worker produced.
-#[derive(Clone)]
-struct Watched {
-    digest: Arc<AtomicU64>,
-    produced: Arc<Vec<AtomicU64>>,
-}
+/// A worker's output so far: a digest of its updates, and how many there
+/// were (kept per worker: an atomic shared by the workers would make them
+/// contend on every update).
+type Watched = Rc<Cell<(u64, u64)>>;
 
-/// Folds every update of `output` into `watched` (as worker `worker`
-/// produced it) and probes it with `probe`.
+/// Folds every update of `output` into `watched` and probes it with `probe`.
 fn watch<D: differential_dataflow::Data + std::hash::Hash>(
     output: VecCollection<'_, u64, D, isize>,
-    (watched, worker): (&Watched, usize),
+    watched: &Watched,
     probe: &ProbeHandle<u64>,
 ) {
-    let watched = watched.clone();
+    let watched = Rc::clone(watched);
     output
         .inspect(move |(record, time, diff)| {
             let update = splitmix64(key_hash(&(record, time))).wrapping_mul(*diff as u64);
-            watched.digest.fetch_add(update, Ordering::Relaxed);
-            watched.produced[worker].fetch_add(1, Ordering::Relaxed);
+            let (digest, produced) = watched.get();
+            watched.set((digest.wrapping_add(update), produced + 1));
         })
         .inner
         .probe_with(probe);
@@ -183,11 +178,9 @@ fn watch<D: differential_dataflow::Data + std::hash::Hash>(
 /// not, as a program that does not listen pays nothing for the log).
 fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Args, counting: bool) -> Run {
     let (epochs, inserts, window) = (args.epochs, args.inserts, args.window);
-    let watched = Watched {
-        digest: Arc::new(AtomicU64::new(0)),
-        produced: Arc::new((0..workers).map(|_| AtomicU64::new(0)).collect()),
-    };
-    let shared = watched.clone();
+    // Per worker, its output's digest and number of updates.
+    let outputs = Arc::new(Mutex::new(vec![(0u64, 0u64); workers]));
+    let outputs2 = Arc::clone(&outputs);
     // Per worker, the updates each worker received, as the skew-proof operators log them.
     let received = Arc::new(Mutex::new(vec![0u64; workers]));
     // Per hot key (by its route hash), every worker it was dealt to (joins) or combined on (reductions).
@@ -226,7 +219,8 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
                 });
         }
         let probe = ProbeHandle::new();
-        let out = (&shared, index as usize);
+        let watched = Watched::default();
+        let out = &watched;
         let (mut facts, mut table) = worker.dataflow::<u64, _, _>(|scope| {
             let (facts_input, facts) = scope.new_collection::<(u64, u64), isize>();
             let (table_input, table) = scope.new_collection::<(u64, u64), isize>();
@@ -285,6 +279,7 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
             *total += count;
         }
         latencies2.lock().unwrap().extend(epoch_us);
+        outputs2.lock().unwrap()[index as usize] = watched.get();
         seconds
     })
     .expect("timely runs")
@@ -320,15 +315,14 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
     };
     let hot = hot.lock().unwrap();
     let latency = LatencySummary::from_micros(&latencies.lock().unwrap());
+    let outputs = outputs.lock().unwrap();
     Run {
         seconds,
         latency,
-        digest: watched.digest.load(Ordering::Relaxed),
-        output: watched
-            .produced
+        digest: outputs
             .iter()
-            .map(|count| count.load(Ordering::Relaxed))
-            .collect(),
+            .fold(0, |digest, (theirs, _)| digest.wrapping_add(*theirs)),
+        output: outputs.iter().map(|(_, produced)| *produced).collect(),
         work,
         copies,
         hot_keys: hot.len(),
