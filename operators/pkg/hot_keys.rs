@@ -66,7 +66,8 @@ impl Skew {
         Ok(Skew { min_updates, ..self })
     }
 
-    /// At most this many keys are ever hot, at least 1 (default 4096).
+    /// At most this many keys are ever hot (on each side of a join), at
+    /// least 1 (default 4096).
     pub fn with_max_hot(self, max_hot: usize) -> Result<Self, Error> {
         if max_hot == 0 {
             return Err(Error::invalid("skew max hot keys", "0: must be at least 1"));
@@ -117,12 +118,14 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
     /// Ends a time whose updates numbered `owned[w]` of keys owned by
     /// worker w (`owner` names a key's), of which `counts` were counted per
     /// reported key: the keys newly hot or dealt anew (on doubling), each
-    /// with its shares from now on.
+    /// with its shares from now on. Keys `barred` (split elsewhere) are
+    /// counted but never dealt.
     pub(crate) fn end_time(
         &mut self,
         counts: impl IntoIterator<Item = (K, u64)>,
         owned: &[u64],
         owner: impl Fn(&K) -> usize,
+        barred: impl Fn(&K) -> bool,
     ) -> Vec<(K, Shares)> {
         self.total = self.total / 2.0 + owned.iter().sum::<u64>() as f64;
         for (load, &owned) in self.owned.iter_mut().zip(owned) {
@@ -145,7 +148,7 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
         let (mut wanted, mut new): (Vec<(K, usize)>, usize) = (Vec::new(), 0);
         for key in seen {
             let count = self.counts[&key];
-            if count < part || count < self.skew.min_updates as f64 {
+            if count < part || count < self.skew.min_updates as f64 || barred(&key) {
                 continue;
             }
             let parts = ((count / part).ceil() as usize).clamp(2, self.peers);
@@ -184,8 +187,13 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
     }
 
     /// `key`'s decayed count of updates (0 if it was not reported lately).
-    pub(crate) fn count(&self, key: &K) -> f64 {
+    fn count(&self, key: &K) -> f64 {
         self.counts.get(key).copied().unwrap_or(0.0)
+    }
+
+    /// Takes back the deal of a key newly hot here but split elsewhere.
+    fn forget(&mut self, key: &K) {
+        self.hot.remove(key);
     }
 
     /// Each worker's load as the decayed counts tell it: the hot keys dealt
@@ -199,6 +207,71 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
         }
         load.iter_mut().for_each(|l| *l = l.max(0.0));
         load
+    }
+}
+
+/// The decisions of an operator of several inputs (sides), kept on the
+/// worker that makes them: one [`HotKeys`] per side, each key split on one
+/// side only. Each side counts and judges its keys against its own load;
+/// a key that turns hot on several sides at once is split on the one with
+/// the most of its updates (decayed counts; at a tie, the first), and a
+/// key split on a side stays split there for good, as its copies of the
+/// other sides stay.
+#[derive(Debug)]
+pub(crate) struct SideHotKeys<K> {
+    sides: Vec<HotKeys<K>>,
+    /// The side each hot key is split on.
+    split_on: HashMap<K, usize>,
+}
+
+impl<K: Hash + Eq + Clone> SideHotKeys<K> {
+    pub(crate) fn new(sides: usize, peers: usize, skew: Skew) -> Self {
+        SideHotKeys {
+            sides: (0..sides).map(|_| HotKeys::new(peers, skew)).collect(),
+            split_on: HashMap::new(),
+        }
+    }
+
+    /// Ends a time of every side (its counts per reported key and its
+    /// updates per owner, as [`HotKeys::end_time`] takes them): the keys
+    /// newly hot or dealt anew, each with its side and its shares.
+    pub(crate) fn end_time(
+        &mut self,
+        counted: Vec<(HashMap<K, u64>, Vec<u64>)>,
+        owner: impl Fn(&K) -> usize,
+    ) -> Vec<(usize, (K, Shares))> {
+        let mut changes = Vec::new();
+        for (side, (counts, owned)) in counted.into_iter().enumerate() {
+            let split_on = &self.split_on;
+            let barred = |key: &K| split_on.get(key).is_some_and(|&on| on != side);
+            let dealt = self.sides[side].end_time(counts, &owned, &owner, barred);
+            changes.extend(dealt.into_iter().map(|change| (side, change)));
+        }
+        if self.sides.len() < 2 {
+            return changes;
+        }
+        // A key new on several sides at once: the side with the most of it.
+        let mut best: HashMap<K, usize> = HashMap::new();
+        for (side, (key, _)) in &changes {
+            if self.split_on.contains_key(key) {
+                continue;
+            }
+            let held = best.entry(key.clone()).or_insert(*side);
+            if self.sides[*side].count(key) > self.sides[*held].count(key) {
+                *held = *side;
+            }
+        }
+        changes.retain(|(side, (key, _))| match best.get(key) {
+            Some(&chosen) if chosen != *side => {
+                self.sides[*side].forget(key);
+                false
+            }
+            _ => true,
+        });
+        for (side, (key, _)) in &changes {
+            self.split_on.insert(key.clone(), *side);
+        }
+        changes
     }
 }
 
@@ -268,7 +341,12 @@ mod tests {
         total: u64,
     ) -> Vec<(&'static str, Shares)> {
         let peers = hot.peers;
-        let mut changes = hot.end_time(counts.iter().copied(), &owned(counts, total, peers), owner(peers));
+        let mut changes = hot.end_time(
+            counts.iter().copied(),
+            &owned(counts, total, peers),
+            owner(peers),
+            |_| false,
+        );
         changes.sort_by(|a, b| a.0.cmp(b.0));
         changes
     }
@@ -305,7 +383,7 @@ mod tests {
         // with 300: the hot key "b" (owned by 1, 400 of 1 400) is dealt so
         // that both end at 700.
         let mut hot = HotKeys::new(2, Skew::default());
-        let changes = hot.end_time([("b", 400)], &[300, 1_100], owner(2));
+        let changes = hot.end_time([("b", 400)], &[300, 1_100], owner(2), |_| false);
         let shares = &changes[0].1;
         let to = |worker: usize| shares.iter().find(|(w, _)| *w == worker).map_or(0.0, |(_, s)| *s);
         assert!((to(0) - 1.0).abs() < 1e-9 && to(1) == 0.0, "{shares:?}");
@@ -319,6 +397,44 @@ mod tests {
         assert_eq!(end_time(&mut hot, &[("a", 3_000), ("b", 3_000)], 8_000).len(), 1);
         // One worker: nothing to split over.
         assert!(end_time(&mut HotKeys::new(1, Skew::default()), &[("a", 3_000)], 3_000).is_empty());
+    }
+
+    #[test]
+    fn a_key_is_split_on_one_side_the_one_with_most_of_it() {
+        let mut hot = SideHotKeys::new(2, 2, Skew::default());
+        let side = |counts: &[(&'static str, u64)], total: u64| {
+            let counts: HashMap<_, _> = counts.iter().copied().collect();
+            (counts, owned(&[], total, 2))
+        };
+        let sides = |changes: &[(usize, (&'static str, Shares))]| {
+            let mut sides: Vec<(&str, usize)> = changes.iter().map(|(side, (key, _))| (*key, *side)).collect();
+            sides.sort();
+            sides
+        };
+        // Hot at a twentieth of a side's updates: "a" is hot on both sides,
+        // more so on side 1; "d" on both, more so on side 0; "b" on side 1
+        // only, though side 0 has more of it (a small share of its load).
+        let changes = hot.end_time(
+            vec![
+                side(&[("a", 6_000), ("b", 4_000), ("d", 9_000)], 100_000),
+                side(&[("a", 7_000), ("b", 500), ("d", 600)], 10_000),
+            ],
+            owner(2),
+        );
+        assert_eq!(sides(&changes), vec![("a", 1), ("b", 1), ("d", 0)]);
+        // Side 0 has far more of "a" now: it stays split on side 1, and
+        // side 0 deals "c".
+        let changes = hot.end_time(
+            vec![side(&[("a", 900_000), ("c", 500_000)], 1_000_000), side(&[], 10_000)],
+            owner(2),
+        );
+        assert_eq!(sides(&changes), vec![("c", 0)]);
+        // One side: nothing to choose.
+        let mut one = SideHotKeys::new(1, 2, Skew::default());
+        assert_eq!(
+            sides(&one.end_time(vec![side(&[("a", 3_000)], 8_000)], owner(2))),
+            vec![("a", 0)]
+        );
     }
 
     #[test]

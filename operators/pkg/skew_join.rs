@@ -32,7 +32,8 @@ pub trait SkewJoin<'scope, T: Timestamp, K, V, R> {
     /// multiplied, at every time.
     ///
     /// Keys that carry a large share of either side's updates are split on
-    /// the side with more of them: their updates on that side go to
+    /// that side (on the one with more of them, if both at once, and on
+    /// that side for good): their updates on that side go to
     /// several workers (by a hash of the whole record), and the other
     /// side's updates of them are copied to each of those workers from the
     /// time the key turned hot. Other keys go where `join` sends them.
@@ -173,7 +174,7 @@ where
         let theirs = arrange_core::<_, _, ValBatcher<K, V2, T, R2>, ValSpine<K, V2, T, R2>>(
             other.inner,
             route(&their_routes),
-            "SkewJoinArrange",
+            "SkewJoinArrangeOther",
             ValBatcher::new,
         );
         // Past a time, both sides' updates of it are routed and counted.

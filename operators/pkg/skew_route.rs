@@ -27,7 +27,7 @@ use timely::Container;
 use crate::common::hash::{splitmix64, FingerprintHasher};
 use crate::common::stash::TimeStash;
 
-use super::hot_keys::{pick, HotKeys, Shares, Skew};
+use super::hot_keys::{pick, Shares, SideHotKeys, Skew};
 use super::key_filter::KeyFilter;
 use super::skew_events::{SkewEvent, SkewEventBuilder, SKEW_LOG_NAME};
 use super::strides::{Strides, SAMPLE};
@@ -247,9 +247,7 @@ pub(crate) type SideHotKey<K> = (usize, HotKey<K>);
 /// `progress` (a stream downstream of the routing, such as the routed
 /// updates arranged: past a time, every worker has counted it) has passed
 /// it, and sent to every worker at that time. A key is split on one side
-/// only: the one with the most of its updates (counts decayed over the
-/// last times, as [`HotKeys`] keeps them) when it turns hot, and that one
-/// for good.
+/// only, as [`SideHotKeys`] decides.
 pub(crate) fn hot_keys<'scope, T, K, C>(
     progress: Stream<'scope, T, C>,
     sides: &[SharedRoutes<K, T>],
@@ -264,7 +262,7 @@ where
     let logger = progress.scope().worker().logger_for::<SkewEventBuilder>(SKEW_LOG_NAME);
     let (report, learn) = (sides.to_vec(), sides.to_vec());
     let decisions = logger.clone();
-    let count = sides.len();
+    let side_count = sides.len();
     let hot = progress
         .unary_frontier::<CapacityContainerBuilder<Vec<Count<K>>>, _, _, _>(Pipeline, "SkewCount", move |cap, _| {
             let mut cap = Some(cap);
@@ -300,16 +298,14 @@ where
             Exchange::new(|_: &Count<K>| 0),
             "SkewDecide",
             move |_, _| {
-                let mut hot: Vec<HotKeys<K>> = (0..count).map(|_| HotKeys::new(peers, skew)).collect();
-                // The side each hot key is split on.
-                let mut split_on: HashMap<K, usize> = HashMap::new();
+                let mut hot = SideHotKeys::new(side_count, peers, skew);
                 let mut stash: TimeStash<T, Vec<Counted<K>>> = TimeStash::default();
                 move |(input, frontier), output| {
                     input.for_each_stamp(|cap, batches| {
                         let Some(counted) = stash.at(&cap) else {
                             return;
                         };
-                        counted.resize_with(count, || (HashMap::new(), vec![0; peers]));
+                        counted.resize_with(side_count, || (HashMap::new(), vec![0; peers]));
                         for message in batches.flat_map(|batch| batch.drain(..)) {
                             match message {
                                 Count::Key(side, key, count) => *counted[side].0.entry(key).or_default() += count,
@@ -323,22 +319,15 @@ where
                     });
                     stash.drain_complete(frontier, |cap, counted| {
                         let owner = |key: &K| (key_route(key) % peers as u64) as usize;
-                        let sides = one_side_per_key(counted, &hot, &split_on);
-                        let mut changes = Vec::new();
-                        for (side, (counts, owned)) in sides.into_iter().enumerate() {
-                            for (key, shares) in hot[side].end_time(counts, &owned, owner) {
-                                if let Some(logger) = &decisions {
-                                    logger.log(SkewEvent::Hot {
-                                        key: key_route(&key),
-                                        workers: shares.iter().map(|&(worker, _)| worker).collect(),
-                                        shares: shares.iter().map(|&(_, share)| share).collect(),
-                                        side,
-                                    });
-                                }
-                                if count > 1 {
-                                    split_on.insert(key.clone(), side);
-                                }
-                                changes.push((side, (key, shares)));
+                        let changes = hot.end_time(counted, owner);
+                        if let Some(logger) = &decisions {
+                            for (side, (key, shares)) in &changes {
+                                logger.log(SkewEvent::Hot {
+                                    key: key_route(key),
+                                    workers: shares.iter().map(|&(worker, _)| worker).collect(),
+                                    shares: shares.iter().map(|&(_, share)| share).collect(),
+                                    side: *side,
+                                });
                             }
                         }
                         output.session(&cap).give_iterator(changes.into_iter());
@@ -372,84 +361,4 @@ where
         }
     });
     hot
-}
-
-/// Each side's counts of one time, less the keys some other side has more
-/// of (its counts decayed in `hot`, plus this time's; at a tie, the first
-/// side) or splits already (`split_on`): a key is split on one side only.
-fn one_side_per_key<K: Eq + std::hash::Hash + Clone>(
-    mut counted: Vec<Counted<K>>,
-    hot: &[HotKeys<K>],
-    split_on: &HashMap<K, usize>,
-) -> Vec<Counted<K>> {
-    if counted.len() < 2 {
-        return counted;
-    }
-    let weight = |counted: &[Counted<K>], side: usize, key: &K| {
-        hot[side].count(key) + counted[side].0.get(key).copied().unwrap_or(0) as f64
-    };
-    let dropped: Vec<Vec<K>> = (0..counted.len())
-        .map(|side| {
-            counted[side]
-                .0
-                .keys()
-                .filter(|key| match split_on.get(*key) {
-                    Some(&on) => on != side,
-                    None => {
-                        let mine = weight(&counted, side, key);
-                        (0..counted.len()).any(|other| {
-                            let theirs = weight(&counted, other, key);
-                            theirs > mine || (other < side && theirs == mine)
-                        })
-                    }
-                })
-                .cloned()
-                .collect()
-        })
-        .collect();
-    for (side, keys) in dropped.into_iter().enumerate() {
-        for key in keys {
-            counted[side].0.remove(&key);
-        }
-    }
-    counted
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn counted(keys: &[(&'static str, u64)]) -> Counted<&'static str> {
-        (keys.iter().copied().collect(), vec![0; 2])
-    }
-
-    fn keys(counted: &Counted<&'static str>) -> Vec<&'static str> {
-        let mut keys: Vec<_> = counted.0.keys().copied().collect();
-        keys.sort();
-        keys
-    }
-
-    #[test]
-    fn a_key_is_split_on_the_side_with_most_of_it_and_stays_there() {
-        let hot = vec![HotKeys::new(2, Skew::default()), HotKeys::new(2, Skew::default())];
-        let mut split_on = HashMap::new();
-        // "a" is larger on side 0, "b" on side 1, "c" ties (the first side
-        // takes it), "d" is on side 1 alone.
-        let sides = one_side_per_key(
-            vec![
-                counted(&[("a", 90), ("b", 10), ("c", 5)]),
-                counted(&[("a", 10), ("b", 90), ("c", 5), ("d", 3)]),
-            ],
-            &hot,
-            &split_on,
-        );
-        assert_eq!((keys(&sides[0]), keys(&sides[1])), (vec!["a", "c"], vec!["b", "d"]));
-        // Once split on side 1, "a" stays there whatever the counts say.
-        split_on.insert("a", 1);
-        let sides = one_side_per_key(vec![counted(&[("a", 90)]), counted(&[("a", 1)])], &hot, &split_on);
-        assert_eq!((keys(&sides[0]), keys(&sides[1])), (vec![], vec!["a"]));
-        // One side: nothing to choose.
-        let sides = one_side_per_key(vec![counted(&[("a", 1)])], &hot[..1], &split_on);
-        assert_eq!(keys(&sides[0]), vec!["a"]);
-    }
 }
