@@ -350,9 +350,8 @@ where
             let mut sent = vec![0; peers];
             for routes in &learn {
                 let mut routes = routes.borrow_mut();
-                if routes.sent.iter().any(|&count| count > 0) {
-                    let theirs = std::mem::replace(&mut routes.sent, vec![0; peers]);
-                    sent.iter_mut().zip(theirs).for_each(|(total, count)| *total += count);
+                for (total, count) in sent.iter_mut().zip(routes.sent.iter_mut()) {
+                    *total += std::mem::take(count);
                 }
             }
             if sent.iter().any(|&count| count > 0) {
