@@ -260,10 +260,17 @@ proptest! {
         retract_every in 1usize..5,
         extra_right in prop::collection::vec((0u8..8, 0u16..4, 0u64..6, prop_oneof![Just(1isize), Just(-1), Just(2)]), 0..30),
         hot_share in prop_oneof![Just(0.05f64), Just(0.5), Just(1.0)],
+        tolerance in prop_oneof![Just(0.0f64), Just(0.05)],
     ) {
         let (left, mut right) = skewed(&hot, per_time, retract_every);
         right.extend(extra_right);
-        let skew = Skew::default().with_min_updates(1).unwrap().with_hot_share(hot_share).unwrap();
+        let skew = Skew::default()
+            .with_min_updates(1)
+            .unwrap()
+            .with_hot_share(hot_share)
+            .unwrap()
+            .with_tolerance(tolerance)
+            .unwrap();
         prop_assert_eq!(mismatches(workers, left, right, skew).mismatched, 0);
     }
 }

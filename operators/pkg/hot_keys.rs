@@ -13,7 +13,8 @@ use crate::common::Error;
 ///
 /// A key is hot once its updates, decayed over the last few times, reach
 /// `hot_share` of a worker's mean share (and at least
-/// [`min_updates`](Skew::with_min_updates)); it is then dealt over at most
+/// [`min_updates`](Skew::with_min_updates)) while its owner carries more
+/// than the mean load by over [`tolerance`](Skew::with_tolerance); it is then dealt over at most
 /// as many workers as would keep each part under that share (at least 2),
 /// the least loaded, each taking what brings it up to a common level (so
 /// a key may stay on one worker, the least loaded, where that is best). At
@@ -24,7 +25,8 @@ use crate::common::Error;
 /// ```
 /// use equipoise::pkg::Skew;
 ///
-/// let skew = Skew::default().with_hot_share(0.25)?.with_max_hot(256)?;
+/// let skew = Skew::default().with_hot_share(0.25)?.with_tolerance(0.1)?.with_max_hot(256)?;
+/// assert!(Skew::default().with_tolerance(-0.1).is_err());
 /// assert!(Skew::default().with_hot_share(0.0).is_err());
 /// # let _ = skew;
 /// # Ok::<(), equipoise::common::Error>(())
@@ -32,6 +34,7 @@ use crate::common::Error;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Skew {
     hot_share: f64,
+    tolerance: f64,
     min_updates: u64,
     max_hot: usize,
 }
@@ -40,6 +43,7 @@ impl Default for Skew {
     fn default() -> Self {
         Skew {
             hot_share: 0.1,
+            tolerance: 0.05,
             min_updates: 64,
             max_hot: 4096,
         }
@@ -58,6 +62,21 @@ impl Skew {
             ));
         }
         Ok(Skew { hot_share, ..self })
+    }
+
+    /// The imbalance tolerated: a key is split only while its owner
+    /// carries more than the mean load by over this share of it (default
+    /// 0.05), as the decayed counts tell it; at least 0. A key on a worker
+    /// within it stays whole, as splitting it would cost (copies of the
+    /// other side, a second level of reduction) more than it evens out.
+    pub fn with_tolerance(self, tolerance: f64) -> Result<Self, Error> {
+        if !(tolerance >= 0.0 && tolerance.is_finite()) {
+            return Err(Error::invalid(
+                "skew tolerance",
+                format!("{tolerance}: must be a finite share of the mean load, at least 0"),
+            ));
+        }
+        Ok(Skew { tolerance, ..self })
     }
 
     /// A key is hot only once its decayed count of updates reaches this
@@ -169,12 +188,16 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
         }
         // The heaviest first, each over the least loaded workers.
         let mut load = self.loads(&owner);
+        let busy = (1.0 + self.skew.tolerance) * load.iter().sum::<f64>() / self.peers as f64;
         wanted.sort_by(|(a, _), (b, _)| self.counts[b].total_cmp(&self.counts[a]));
         let mut changes = Vec::new();
         for (key, parts) in wanted {
             let count = self.counts[&key];
             // The key's load leaves where it is now, and is dealt anew.
             match self.hot.get(&key) {
+                // A key whose owner is not overloaded stays whole: its
+                // split would cost more than it evens out.
+                None if load[owner(&key)] <= busy => continue,
                 None => load[owner(&key)] -= count,
                 Some((shares, _)) => shares.iter().for_each(|&(w, share)| load[w] -= count * share),
             }
@@ -401,39 +424,69 @@ mod tests {
 
     #[test]
     fn a_key_is_split_on_one_side_the_one_with_most_of_it() {
-        let mut hot = SideHotKeys::new(2, 2, Skew::default());
-        let side = |counts: &[(&'static str, u64)], total: u64| {
-            let counts: HashMap<_, _> = counts.iter().copied().collect();
-            (counts, owned(&[], total, 2))
+        let mut hot = SideHotKeys::new(2, 4, Skew::default());
+        let side = |counts: &[(&'static str, u64)], owned: &[u64]| {
+            (counts.iter().copied().collect::<HashMap<_, _>>(), owned.to_vec())
         };
         let sides = |changes: &[(usize, (&'static str, Shares))]| {
             let mut sides: Vec<(&str, usize)> = changes.iter().map(|(side, (key, _))| (*key, *side)).collect();
             sides.sort();
             sides
         };
-        // Hot at a twentieth of a side's updates: "a" is hot on both sides,
-        // more so on side 1; "d" on both, more so on side 0; "b" on side 1
-        // only, though side 0 has more of it (a small share of its load).
+        // Hot at a fortieth of a side's updates, each on an overloaded
+        // owner: "a" is hot on both sides, more so on side 1; "d" on both,
+        // more so on side 0; "b" on side 1 only, though side 0 has more of
+        // it (a small share of its load).
         let changes = hot.end_time(
             vec![
-                side(&[("a", 6_000), ("b", 4_000), ("d", 9_000)], 100_000),
-                side(&[("a", 7_000), ("b", 500), ("d", 600)], 10_000),
+                side(
+                    &[("a", 6_000), ("b", 2_000), ("d", 9_000)],
+                    &[30_000, 20_000, 20_000, 30_000],
+                ),
+                side(&[("a", 7_000), ("b", 500), ("d", 600)], &[7_000, 5_500, 2_000, 5_500]),
             ],
-            owner(2),
+            owner(4),
         );
         assert_eq!(sides(&changes), vec![("a", 1), ("b", 1), ("d", 0)]);
         // Side 0 has far more of "a" now: it stays split on side 1, and
         // side 0 deals "c".
         let changes = hot.end_time(
-            vec![side(&[("a", 900_000), ("c", 500_000)], 1_000_000), side(&[], 10_000)],
-            owner(2),
+            vec![
+                side(
+                    &[("a", 900_000), ("c", 500_000)],
+                    &[1_000_000, 100_000, 600_000, 300_000],
+                ),
+                side(&[], &[2_500; 4]),
+            ],
+            owner(4),
         );
         assert_eq!(sides(&changes), vec![("c", 0)]);
         // One side: nothing to choose.
         let mut one = SideHotKeys::new(1, 2, Skew::default());
         assert_eq!(
-            sides(&one.end_time(vec![side(&[("a", 3_000)], 8_000)], owner(2))),
+            sides(&one.end_time(vec![side(&[("a", 3_000)], &[5_000, 3_000])], owner(2))),
             vec![("a", 0)]
+        );
+    }
+
+    #[test]
+    fn a_key_stays_whole_where_its_owner_is_not_overloaded() {
+        // "a" carries a tenth of the updates, far over the hot share, but
+        // its owner (worker 0) carries less than the mean: splitting it
+        // would only move load onto the busier worker.
+        let mut hot = HotKeys::new(2, Skew::default());
+        assert!(hot
+            .end_time([("a", 1_000)], &[4_000, 6_000], owner(2), |_| false)
+            .is_empty());
+        // Within the tolerance (5 % over the mean) it stays whole too; beyond it, it is split.
+        let mut hot = HotKeys::new(2, Skew::default());
+        assert!(hot
+            .end_time([("a", 1_000)], &[5_200, 4_800], owner(2), |_| false)
+            .is_empty());
+        let mut hot = HotKeys::new(2, Skew::default().with_tolerance(0.0).unwrap());
+        assert_eq!(
+            hot.end_time([("a", 1_000)], &[5_200, 4_800], owner(2), |_| false).len(),
+            1
         );
     }
 

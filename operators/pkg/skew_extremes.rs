@@ -28,15 +28,6 @@ use timely::progress::Timestamp;
 use super::hot_keys::Skew;
 use super::skew_route::{hot_keys, Routes, SharedRoutes};
 
-/// The hot share [`skew_min`](SkewMinMax::skew_min) and
-/// [`skew_max`](SkewMinMax::skew_max) find hot keys at: a fiftieth of a
-/// worker's mean load. A hot key costs no copy of another collection here,
-/// only its parts' results on its owner (and, once, its records from
-/// before it turned hot), so more keys are split than `skew_join` splits.
-/// (At 16 workers on Zipf 1.2 keys, the busiest worker's input was 1.23×
-/// the mean at `skew_join`'s 0.1, 1.09× at 0.05, 1.06× at 0.02.)
-const HOT_SHARE: f64 = 0.02;
-
 /// The least or the greatest value of each key.
 #[derive(Debug, Clone, Copy)]
 enum Extreme {
@@ -61,8 +52,9 @@ pub trait SkewMinMax<'scope, T: Timestamp, K, V, R> {
     /// key with its least value (of those whose multiplicity is not zero),
     /// at every time.
     ///
-    /// A key that carries a fiftieth of a worker's mean share of the
-    /// updates or more (see [`Skew`]) is reduced in two levels: it is dealt
+    /// A key that carries a tenth of a worker's mean share of the updates
+    /// or more, on a worker that carries more than its share (see
+    /// [`Skew`]), is reduced in two levels: it is dealt
     /// over the least loaded workers as [`skew_join`](super::SkewJoin::skew_join)
     /// deals a key (its first deal holds: a later one would separate
     /// records from their retractions), each record goes to one of them by
@@ -105,11 +97,11 @@ where
     R: ExchangeData + Semigroup,
 {
     fn skew_min(self) -> VecCollection<'scope, T, (K, V), isize> {
-        extreme(self, default_skew(), Extreme::Min)
+        extreme(self, Skew::default(), Extreme::Min)
     }
 
     fn skew_max(self) -> VecCollection<'scope, T, (K, V), isize> {
-        extreme(self, default_skew(), Extreme::Max)
+        extreme(self, Skew::default(), Extreme::Max)
     }
 
     fn skew_min_with(self, skew: Skew) -> VecCollection<'scope, T, (K, V), isize> {
@@ -161,11 +153,6 @@ where
         }
     });
     (cold_stream, hot_stream)
-}
-
-/// [`Skew`]'s defaults but for the hot share, [`HOT_SHARE`].
-fn default_skew() -> Skew {
-    Skew::default().with_hot_share(HOT_SHARE).expect("a share in (0, 1]")
 }
 
 /// Records arranged by key, with their multiplicities.
