@@ -144,9 +144,10 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
     }
 
     /// Counts about one update in [`SAMPLE`] of `key` at `time`, and one
-    /// more update sent to `worker` if anyone listens.
+    /// more update sent to the worker `target` names (as timely's exchange
+    /// reads it) if anyone listens.
     #[inline]
-    fn count(&mut self, key: &K, route: u64, time: &T, worker: usize) {
+    fn count(&mut self, key: &K, route: u64, time: &T, target: u64) {
         if self.strides.next() {
             let peers = self.peers as usize;
             let (keys, owned) = self
@@ -156,7 +157,9 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
             keys.entry(route).or_insert_with(|| (key.clone(), 0)).1 += SAMPLE;
             owned[(route % self.peers) as usize] += SAMPLE;
         }
-        self.sent_to(worker);
+        if !self.sent.is_empty() {
+            self.sent_to((target % self.peers) as usize);
+        }
     }
 
     /// One more update sent to `worker`, if anyone listens.
@@ -167,18 +170,20 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
         }
     }
 
-    /// The worker an update of `key` at `time` goes to; `record` hashes
-    /// the rest of the update. A hot key's updates go to its workers by
-    /// their shares: they hold the other side's copies from the deal on.
+    /// Where an update of `key` at `time` goes, as timely's exchange reads
+    /// it (the worker is the value modulo the peers); `record` hashes the
+    /// rest of the update. A cold key's route is differential's; a hot
+    /// key's updates go to its workers by their shares: they hold the other
+    /// side's copies from the deal on.
     #[inline]
-    fn worker(&mut self, key: &K, time: &T, record: impl FnOnce() -> u64) -> usize {
+    fn target(&mut self, key: &K, time: &T, record: impl FnOnce() -> u64) -> u64 {
         let route = key_route(key);
-        let worker = match self.deal(key, route, time) {
-            Some(shares) => pick(splitmix64(record() ^ route), shares),
-            None => (route % self.peers) as usize,
+        let target = match self.deal(key, route, time) {
+            Some(shares) => pick(splitmix64(record() ^ route), shares) as u64,
+            None => route,
         };
-        self.count(key, route, time, worker);
-        worker
+        self.count(key, route, time, target);
+        target
     }
 
     /// The first deal of a hot key, if it holds at `time`: a key is hot
@@ -200,7 +205,7 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
         let part = self
             .first_deal(key, route, Some(time))
             .map(|shares| pick(splitmix64(record() ^ route), shares));
-        self.count(key, route, time, part.unwrap_or((route % self.peers) as usize));
+        self.count(key, route, time, part.map_or(route, |part| part as u64));
         part
     }
 
@@ -233,7 +238,7 @@ where
 {
     let routes = Rc::clone(routes);
     Exchange::new(move |((key, val), time, _): &((K, V), T, R)| {
-        routes.borrow_mut().worker(key, time, || val.hashed().into()) as u64
+        routes.borrow_mut().target(key, time, || val.hashed().into())
     })
 }
 
