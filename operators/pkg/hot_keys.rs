@@ -236,10 +236,10 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
 /// The decisions of an operator of several inputs (sides), kept on the
 /// worker that makes them: one [`HotKeys`] per side, each key split on one
 /// side only. Each side counts and judges its keys against its own load;
-/// a key that turns hot on several sides at once is split on the one with
-/// the most of its updates (decayed counts; at a tie, the first), and a
-/// key split on a side stays split there for good, as its copies of the
-/// other sides stay.
+/// a key is split only on the side with the most of its updates (decayed
+/// counts; at a tie, the first), whether or not it is hot on the others
+/// too, and a key split on a side stays split there for good, as its
+/// copies of the other sides stay.
 #[derive(Debug)]
 pub(crate) struct SideHotKeys<K> {
     sides: Vec<HotKeys<K>>,
@@ -273,24 +273,29 @@ impl<K: Hash + Eq + Clone> SideHotKeys<K> {
         if self.sides.len() < 2 {
             return changes;
         }
-        // A key new on several sides at once: the side with the most of it.
-        let mut best: HashMap<K, usize> = HashMap::new();
-        for (side, (key, _)) in &changes {
-            if self.split_on.contains_key(key) {
-                continue;
+        // A new key is split only on the side with the most of it, hot there
+        // or not: split on another, it would copy more than it spreads.
+        let sides = &self.sides;
+        let most = |key: &K| {
+            (1..sides.len()).fold(0, |best, side| {
+                if sides[side].count(key) > sides[best].count(key) {
+                    side
+                } else {
+                    best
+                }
+            })
+        };
+        let mut dropped = Vec::new();
+        changes.retain(|(side, (key, _))| {
+            let keep = self.split_on.contains_key(key) || most(key) == *side;
+            if !keep {
+                dropped.push((*side, key.clone()));
             }
-            let held = best.entry(key.clone()).or_insert(*side);
-            if self.sides[*side].count(key) > self.sides[*held].count(key) {
-                *held = *side;
-            }
-        }
-        changes.retain(|(side, (key, _))| match best.get(key) {
-            Some(&chosen) if chosen != *side => {
-                self.sides[*side].forget(key);
-                false
-            }
-            _ => true,
+            keep
         });
+        for (side, key) in dropped {
+            self.sides[side].forget(&key);
+        }
         for (side, (key, _)) in &changes {
             self.split_on.insert(key.clone(), *side);
         }
@@ -435,19 +440,24 @@ mod tests {
         };
         // Hot at a fortieth of a side's updates, each on an overloaded
         // owner: "a" is hot on both sides, more so on side 1; "d" on both,
-        // more so on side 0; "b" on side 1 only, though side 0 has more of
-        // it (a small share of its load).
+        // more so on side 0; "f" on side 1 only, which side 0 lacks. "b" is
+        // hot on side 1 only, but side 0 has more of it (a small share of
+        // its load): split on side 1, it would copy side 0's updates of it
+        // to spread fewer, so it stays whole.
         let changes = hot.end_time(
             vec![
                 side(
                     &[("a", 6_000), ("b", 2_000), ("d", 9_000)],
                     &[30_000, 20_000, 20_000, 30_000],
                 ),
-                side(&[("a", 7_000), ("b", 500), ("d", 600)], &[7_000, 5_500, 2_000, 5_500]),
+                side(
+                    &[("a", 7_000), ("b", 600), ("d", 600), ("f", 600)],
+                    &[7_000, 6_100, 2_000, 5_500],
+                ),
             ],
             owner(4),
         );
-        assert_eq!(sides(&changes), vec![("a", 1), ("b", 1), ("d", 0)]);
+        assert_eq!(sides(&changes), vec![("a", 1), ("d", 0), ("f", 1)]);
         // Side 0 has far more of "a" now: it stays split on side 1, and
         // side 0 deals "c".
         let changes = hot.end_time(

@@ -32,8 +32,8 @@ pub trait SkewJoin<'scope, T: Timestamp, K, V, R> {
     /// multiplied, at every time.
     ///
     /// Keys that carry a large share of either side's updates are split on
-    /// that side (on the one with more of them, if both at once, and on
-    /// that side for good): their updates on that side go to
+    /// the side with more of their updates (and on that side for good):
+    /// their updates on that side go to
     /// several workers (by a hash of the whole record), and the other
     /// side's updates of them are copied to each of those workers from the
     /// time the key turned hot. Other keys go where `join` sends them.
