@@ -4,7 +4,7 @@
 //! hot: the workers that received a part of it keep a copy of the other
 //! side for good, which is what makes any split of its updates exact.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 
 use crate::common::Error;
@@ -27,6 +27,7 @@ use crate::common::Error;
 ///
 /// let skew = Skew::default().with_hot_share(0.25)?.with_tolerance(0.1)?.with_max_hot(256)?;
 /// assert!(Skew::default().with_tolerance(-0.1).is_err());
+/// assert!(Skew::default().with_tolerance(f64::NAN).is_err());
 /// assert!(Skew::default().with_hot_share(0.0).is_err());
 /// # let _ = skew;
 /// # Ok::<(), equipoise::common::Error>(())
@@ -64,16 +65,20 @@ impl Skew {
         Ok(Skew { hot_share, ..self })
     }
 
-    /// The imbalance tolerated: a key is split only while its owner
-    /// carries more than the mean load by over this share of it (default
-    /// 0.05), as the decayed counts tell it; at least 0. A key on a worker
-    /// within it stays whole, as splitting it would cost (copies of the
-    /// other side, a second level of reduction) more than it evens out.
+    /// The imbalance tolerated: a new hot key is split only while its
+    /// owner carries more than (1 + `tolerance`) × the mean load (default
+    /// 0.05), as the decayed counts tell it, with the keys already split
+    /// dealt by their shares; each side of a join by its own load. A key
+    /// on a worker within it stays whole, as splitting it would cost
+    /// (copies of the other side, a second level of reduction) more than
+    /// it evens out. At 0 a key is split whenever its owner is over the
+    /// mean; at infinity no new key is split. A key already split is dealt
+    /// anew as its load doubles whatever the tolerance. At least 0.
     pub fn with_tolerance(self, tolerance: f64) -> Result<Self, Error> {
-        if !(tolerance >= 0.0 && tolerance.is_finite()) {
+        if tolerance.is_nan() || tolerance < 0.0 {
             return Err(Error::invalid(
                 "skew tolerance",
-                format!("{tolerance}: must be a finite share of the mean load, at least 0"),
+                format!("{tolerance}: must be a share of the mean load, at least 0"),
             ));
         }
         Ok(Skew { tolerance, ..self })
@@ -139,13 +144,22 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
     /// reported key: the keys newly hot or dealt anew (on doubling), each
     /// with its shares from now on. Keys `barred` (split elsewhere) are
     /// counted but never dealt.
-    pub(crate) fn end_time(
+    #[cfg(test)]
+    fn end_time(
         &mut self,
         counts: impl IntoIterator<Item = (K, u64)>,
         owned: &[u64],
         owner: impl Fn(&K) -> usize,
         barred: impl Fn(&K) -> bool,
     ) -> Vec<(K, Shares)> {
+        let seen = self.count_time(counts, owned);
+        self.deal(seen, owner, barred)
+    }
+
+    /// Decays the counts and adds a time's: `owned[w]` updates of keys
+    /// owned by worker w, of which `counts` per reported key. The keys
+    /// reported, to [`deal`](Self::deal).
+    fn count_time(&mut self, counts: impl IntoIterator<Item = (K, u64)>, owned: &[u64]) -> Vec<K> {
         self.total = self.total / 2.0 + owned.iter().sum::<u64>() as f64;
         for (load, &owned) in self.owned.iter_mut().zip(owned) {
             *load = *load / 2.0 + owned as f64;
@@ -159,12 +173,19 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
             *self.counts.entry(key.clone()).or_default() += count as f64;
             seen.push(key);
         }
+        seen
+    }
+
+    /// Of the keys `seen` at the time just counted, those newly hot or dealt
+    /// anew (on doubling), each with its shares from now on; keys `barred`
+    /// (split on another side) are never dealt.
+    fn deal(&mut self, seen: Vec<K>, owner: impl Fn(&K) -> usize, barred: impl Fn(&K) -> bool) -> Vec<(K, Shares)> {
         if self.peers < 2 {
             return Vec::new();
         }
         // Each part at most the hot share of a worker's mean load.
         let part = self.skew.hot_share * self.total / self.peers as f64;
-        let (mut wanted, mut new): (Vec<(K, usize)>, usize) = (Vec::new(), 0);
+        let mut wanted: Vec<(K, usize)> = Vec::new();
         for key in seen {
             let count = self.counts[&key];
             if count < part || count < self.skew.min_updates as f64 || barred(&key) {
@@ -175,12 +196,7 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
                 // Dealt anew only when its load has doubled: each deal
                 // moves some of the key's records to other workers.
                 Some((_, dealt)) if count < 2.0 * dealt => {}
-                Some(_) => wanted.push((key, parts)),
-                None if self.hot.len() + new < self.skew.max_hot => {
-                    new += 1;
-                    wanted.push((key, parts))
-                }
-                None => {}
+                _ => wanted.push((key, parts)),
             }
         }
         if wanted.is_empty() {
@@ -197,7 +213,7 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
             match self.hot.get(&key) {
                 // A key whose owner is not overloaded stays whole: its
                 // split would cost more than it evens out.
-                None if load[owner(&key)] <= busy => continue,
+                None if load[owner(&key)] <= busy || self.hot.len() >= self.skew.max_hot => continue,
                 None => load[owner(&key)] -= count,
                 Some((shares, _)) => shares.iter().for_each(|&(w, share)| load[w] -= count * share),
             }
@@ -212,11 +228,6 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
     /// `key`'s decayed count of updates (0 if it was not reported lately).
     fn count(&self, key: &K) -> f64 {
         self.counts.get(key).copied().unwrap_or(0.0)
-    }
-
-    /// Takes back the deal of a key newly hot here but split elsewhere.
-    fn forget(&mut self, key: &K) {
-        self.hot.remove(key);
     }
 
     /// Each worker's load as the decayed counts tell it: the hot keys dealt
@@ -263,38 +274,37 @@ impl<K: Hash + Eq + Clone> SideHotKeys<K> {
         counted: Vec<(HashMap<K, u64>, Vec<u64>)>,
         owner: impl Fn(&K) -> usize,
     ) -> Vec<(usize, (K, Shares))> {
+        // Every side's counts first: a key goes to the side with the most
+        // of it (at a tie, the first), hot there or not, and is barred on
+        // the others before any side deals (split elsewhere, it would copy
+        // more than it spreads).
+        let seen: Vec<Vec<K>> = counted
+            .into_iter()
+            .enumerate()
+            .map(|(side, (counts, owned))| self.sides[side].count_time(counts, &owned))
+            .collect();
         let mut changes = Vec::new();
-        for (side, (counts, owned)) in counted.into_iter().enumerate() {
-            let split_on = &self.split_on;
-            let barred = |key: &K| split_on.get(key).is_some_and(|&on| on != side);
-            let dealt = self.sides[side].end_time(counts, &owned, &owner, barred);
+        for (side, seen) in seen.into_iter().enumerate() {
+            let (sides, split_on) = (&self.sides, &self.split_on);
+            let most = |key: &K| {
+                (1..sides.len()).fold(0, |best, other| {
+                    if sides[other].count(key) > sides[best].count(key) {
+                        other
+                    } else {
+                        best
+                    }
+                })
+            };
+            let barred: HashSet<K> = seen
+                .iter()
+                .filter(|key| match split_on.get(*key) {
+                    Some(&on) => on != side,
+                    None => most(key) != side,
+                })
+                .cloned()
+                .collect();
+            let dealt = self.sides[side].deal(seen, &owner, |key| barred.contains(key));
             changes.extend(dealt.into_iter().map(|change| (side, change)));
-        }
-        if self.sides.len() < 2 {
-            return changes;
-        }
-        // A new key is split only on the side with the most of it, hot there
-        // or not: split on another, it would copy more than it spreads.
-        let sides = &self.sides;
-        let most = |key: &K| {
-            (1..sides.len()).fold(0, |best, side| {
-                if sides[side].count(key) > sides[best].count(key) {
-                    side
-                } else {
-                    best
-                }
-            })
-        };
-        let mut dropped = Vec::new();
-        changes.retain(|(side, (key, _))| {
-            let keep = self.split_on.contains_key(key) || most(key) == *side;
-            if !keep {
-                dropped.push((*side, key.clone()));
-            }
-            keep
-        });
-        for (side, key) in dropped {
-            self.sides[side].forget(&key);
         }
         for (side, (key, _)) in &changes {
             self.split_on.insert(key.clone(), *side);
@@ -488,16 +498,33 @@ mod tests {
         assert!(hot
             .end_time([("a", 1_000)], &[4_000, 6_000], owner(2), |_| false)
             .is_empty());
-        // Within the tolerance (5 % over the mean) it stays whole too; beyond it, it is split.
+        // Within the tolerance (5 % over the mean) it stays whole too;
+        // beyond it, it is split, and at a tolerance of 0 it is split as
+        // soon as its owner is over the mean.
         let mut hot = HotKeys::new(2, Skew::default());
         assert!(hot
             .end_time([("a", 1_000)], &[5_200, 4_800], owner(2), |_| false)
             .is_empty());
+        let mut hot = HotKeys::new(2, Skew::default());
+        assert_eq!(
+            hot.end_time([("a", 1_000)], &[5_600, 4_400], owner(2), |_| false).len(),
+            1
+        );
         let mut hot = HotKeys::new(2, Skew::default().with_tolerance(0.0).unwrap());
         assert_eq!(
             hot.end_time([("a", 1_000)], &[5_200, 4_800], owner(2), |_| false).len(),
             1
         );
+        // A second key of the same owner is judged after the first's deal:
+        // once "a" is dealt, worker 0 is no longer overloaded and "c" stays whole.
+        let mut hot = HotKeys::new(2, Skew::default());
+        let changes = hot.end_time([("a", 2_000), ("c", 600)], &[6_500, 3_500], owner(2), |_| false);
+        assert_eq!(changes.iter().map(|(key, _)| *key).collect::<Vec<_>>(), vec!["a"]);
+        // Infinity: nothing new is split.
+        let mut hot = HotKeys::new(2, Skew::default().with_tolerance(f64::INFINITY).unwrap());
+        assert!(hot
+            .end_time([("a", 5_000)], &[9_000, 1_000], owner(2), |_| false)
+            .is_empty());
     }
 
     #[test]

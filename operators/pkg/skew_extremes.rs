@@ -53,8 +53,8 @@ pub trait SkewMinMax<'scope, T: Timestamp, K, V, R> {
     /// at every time.
     ///
     /// A key that carries a tenth of a worker's mean share of the updates
-    /// or more, on a worker that carries more than its share (see
-    /// [`Skew`]), is reduced in two levels: it is dealt
+    /// or more, on a worker that carries more than the mean load by over
+    /// [`Skew::with_tolerance`] (5 % by default), is reduced in two levels: it is dealt
     /// over the least loaded workers as [`skew_join`](super::SkewJoin::skew_join)
     /// deals a key (its first deal holds: a later one would separate
     /// records from their retractions), each record goes to one of them by

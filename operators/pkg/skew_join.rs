@@ -31,8 +31,9 @@ pub trait SkewJoin<'scope, T: Timestamp, K, V, R> {
     /// for every pair of records with equal keys, multiplicities
     /// multiplied, at every time.
     ///
-    /// Keys that carry a large share of either side's updates are split on
-    /// the side with more of their updates (and on that side for good):
+    /// Keys that carry a large share of either side's updates, on a worker
+    /// over the mean load by more than [`Skew::with_tolerance`], are split
+    /// on the side with more of their updates (and on that side for good):
     /// their updates on that side go to
     /// several workers (by a hash of the whole record), and the other
     /// side's updates of them are copied to each of those workers from the
