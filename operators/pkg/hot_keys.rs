@@ -4,7 +4,7 @@
 //! hot: the workers that received a part of it keep a copy of the other
 //! side for good, which is what makes any split of its updates exact.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::Hash;
 
 use crate::common::Error;
@@ -142,18 +142,16 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
     /// Ends a time whose updates numbered `owned[w]` of keys owned by
     /// worker w (`owner` names a key's), of which `counts` were counted per
     /// reported key: the keys newly hot or dealt anew (on doubling), each
-    /// with its shares from now on. Keys `barred` (split elsewhere) are
-    /// counted but never dealt.
+    /// with its shares from now on.
     #[cfg(test)]
     fn end_time(
         &mut self,
         counts: impl IntoIterator<Item = (K, u64)>,
         owned: &[u64],
         owner: impl Fn(&K) -> usize,
-        barred: impl Fn(&K) -> bool,
     ) -> Vec<(K, Shares)> {
         let seen = self.count_time(counts, owned);
-        self.deal(seen, owner, barred)
+        self.deal(seen, owner)
     }
 
     /// Decays the counts and adds a time's: `owned[w]` updates of keys
@@ -176,10 +174,10 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
         seen
     }
 
-    /// Of the keys `seen` at the time just counted, those newly hot or dealt
-    /// anew (on doubling), each with its shares from now on; keys `barred`
-    /// (split on another side) are never dealt.
-    fn deal(&mut self, seen: Vec<K>, owner: impl Fn(&K) -> usize, barred: impl Fn(&K) -> bool) -> Vec<(K, Shares)> {
+    /// Of the keys `seen` at the time just counted (and not split on
+    /// another side), those newly hot or dealt anew (on doubling), each
+    /// with its shares from now on.
+    fn deal(&mut self, seen: Vec<K>, owner: impl Fn(&K) -> usize) -> Vec<(K, Shares)> {
         if self.peers < 2 {
             return Vec::new();
         }
@@ -188,7 +186,7 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
         let mut wanted: Vec<(K, usize)> = Vec::new();
         for key in seen {
             let count = self.counts[&key];
-            if count < part || count < self.skew.min_updates as f64 || barred(&key) {
+            if count < part || count < self.skew.min_updates as f64 {
                 continue;
             }
             let parts = ((count / part).ceil() as usize).clamp(2, self.peers);
@@ -295,15 +293,14 @@ impl<K: Hash + Eq + Clone> SideHotKeys<K> {
                     }
                 })
             };
-            let barred: HashSet<K> = seen
-                .iter()
-                .filter(|key| match split_on.get(*key) {
-                    Some(&on) => on != side,
-                    None => most(key) != side,
+            let seen: Vec<K> = seen
+                .into_iter()
+                .filter(|key| match split_on.get(key) {
+                    Some(&on) => on == side,
+                    None => most(key) == side,
                 })
-                .cloned()
                 .collect();
-            let dealt = self.sides[side].deal(seen, &owner, |key| barred.contains(key));
+            let dealt = self.sides[side].deal(seen, &owner);
             changes.extend(dealt.into_iter().map(|change| (side, change)));
         }
         for (side, (key, _)) in &changes {
@@ -379,12 +376,7 @@ mod tests {
         total: u64,
     ) -> Vec<(&'static str, Shares)> {
         let peers = hot.peers;
-        let mut changes = hot.end_time(
-            counts.iter().copied(),
-            &owned(counts, total, peers),
-            owner(peers),
-            |_| false,
-        );
+        let mut changes = hot.end_time(counts.iter().copied(), &owned(counts, total, peers), owner(peers));
         changes.sort_by(|a, b| a.0.cmp(b.0));
         changes
     }
@@ -421,7 +413,7 @@ mod tests {
         // with 300: the hot key "b" (owned by 1, 400 of 1 400) is dealt so
         // that both end at 700.
         let mut hot = HotKeys::new(2, Skew::default());
-        let changes = hot.end_time([("b", 400)], &[300, 1_100], owner(2), |_| false);
+        let changes = hot.end_time([("b", 400)], &[300, 1_100], owner(2));
         let shares = &changes[0].1;
         let to = |worker: usize| shares.iter().find(|(w, _)| *w == worker).map_or(0.0, |(_, s)| *s);
         assert!((to(0) - 1.0).abs() < 1e-9 && to(1) == 0.0, "{shares:?}");
@@ -495,36 +487,24 @@ mod tests {
         // its owner (worker 0) carries less than the mean: splitting it
         // would only move load onto the busier worker.
         let mut hot = HotKeys::new(2, Skew::default());
-        assert!(hot
-            .end_time([("a", 1_000)], &[4_000, 6_000], owner(2), |_| false)
-            .is_empty());
+        assert!(hot.end_time([("a", 1_000)], &[4_000, 6_000], owner(2)).is_empty());
         // Within the tolerance (5 % over the mean) it stays whole too;
         // beyond it, it is split, and at a tolerance of 0 it is split as
         // soon as its owner is over the mean.
         let mut hot = HotKeys::new(2, Skew::default());
-        assert!(hot
-            .end_time([("a", 1_000)], &[5_200, 4_800], owner(2), |_| false)
-            .is_empty());
+        assert!(hot.end_time([("a", 1_000)], &[5_200, 4_800], owner(2)).is_empty());
         let mut hot = HotKeys::new(2, Skew::default());
-        assert_eq!(
-            hot.end_time([("a", 1_000)], &[5_600, 4_400], owner(2), |_| false).len(),
-            1
-        );
+        assert_eq!(hot.end_time([("a", 1_000)], &[5_600, 4_400], owner(2)).len(), 1);
         let mut hot = HotKeys::new(2, Skew::default().with_tolerance(0.0).unwrap());
-        assert_eq!(
-            hot.end_time([("a", 1_000)], &[5_200, 4_800], owner(2), |_| false).len(),
-            1
-        );
+        assert_eq!(hot.end_time([("a", 1_000)], &[5_200, 4_800], owner(2)).len(), 1);
         // A second key of the same owner is judged after the first's deal:
         // once "a" is dealt, worker 0 is no longer overloaded and "c" stays whole.
         let mut hot = HotKeys::new(2, Skew::default());
-        let changes = hot.end_time([("a", 2_000), ("c", 600)], &[6_500, 3_500], owner(2), |_| false);
+        let changes = hot.end_time([("a", 2_000), ("c", 600)], &[6_500, 3_500], owner(2));
         assert_eq!(changes.iter().map(|(key, _)| *key).collect::<Vec<_>>(), vec!["a"]);
         // Infinity: nothing new is split.
         let mut hot = HotKeys::new(2, Skew::default().with_tolerance(f64::INFINITY).unwrap());
-        assert!(hot
-            .end_time([("a", 5_000)], &[9_000, 1_000], owner(2), |_| false)
-            .is_empty());
+        assert!(hot.end_time([("a", 5_000)], &[9_000, 1_000], owner(2)).is_empty());
     }
 
     #[test]
