@@ -31,6 +31,9 @@
 //! the first level's input (the records each worker routed to each); a hot
 //! key's records from before it turned hot, moved to their parts, and the
 //! parts' results reduced on the key's owner are not counted.
+//! The workers' CPU seconds (summed over the timed part, median over
+//! rounds) tell the cost apart from the time: a balanced run can finish
+//! sooner on more CPU.
 //! `--work-workers` adds runs at more worker threads for the work counts
 //! alone (they do not depend on the cores). Every run's digest of the
 //! output must equal every other's of the same operator on the same keys.
@@ -46,6 +49,7 @@ use differential_dataflow::input::Input;
 use differential_dataflow::{Hashable, VecCollection};
 use equipoise::common::hash::{key_hash, splitmix64};
 use equipoise::pkg::{SkewEvent, SkewEventBuilder, SkewJoin, SkewMinMax, SkewReduce, SKEW_LOG_NAME};
+use equipoise_lab::common::cpu::thread_cpu_seconds;
 use equipoise_lab::common::keys::{KeySampler, KeySpec};
 use equipoise_lab::common::latency::LatencySummary;
 use equipoise_lab::common::median::spread;
@@ -138,6 +142,9 @@ impl Op {
 /// and the hot keys (dealt by the join, combined by the reductions).
 struct Run {
     seconds: f64,
+    /// The workers' CPU seconds over the timed part, summed (`None` where
+    /// the platform does not say).
+    cpu: Option<f64>,
     latency: LatencySummary,
     digest: u64,
     work: Vec<u64>,
@@ -238,6 +245,7 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
             (facts_input, table_input)
         });
         let start = Instant::now();
+        let cpu_start = thread_cpu_seconds();
         let key = |record: u64| keys.rank(record) as u64;
         if op == Op::Join {
             for row in (index..keys.distinct() as u64).step_by(peers as usize) {
@@ -273,6 +281,7 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
             epoch_us.push(began.elapsed().as_micros() as u64);
         }
         let seconds = start.elapsed().as_secs_f64();
+        let cpu = cpu_start.zip(thread_cpu_seconds()).map(|(start, end)| end - start);
         drop(worker.log_register().map(|mut register| register.remove(SKEW_LOG_NAME)));
         let mut received = received.lock().unwrap();
         for (total, count) in received.iter_mut().zip(sent.borrow().iter()) {
@@ -280,13 +289,15 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
         }
         latencies2.lock().unwrap().extend(epoch_us);
         outputs2.lock().unwrap()[index as usize] = watched.get();
-        seconds
+        (seconds, cpu)
     })
     .expect("timely runs")
     .join()
     .into_iter()
-    .map(|seconds| seconds.expect("a worker finishes"))
-    .fold(0.0, f64::max);
+    .map(|run| run.expect("a worker finishes"));
+    let (seconds, cpu) = seconds.fold((0.0, Some(0.0)), |(wall, total), (seconds, cpu)| {
+        (f64::max(wall, seconds), total.zip(cpu).map(|(total, cpu)| total + cpu))
+    });
     // The operator's input per worker: the facts (or keys) it received, and
     // for the joins the other side's updates it arranged, with the copies
     // of a hot key's updates on its other workers (logged by the
@@ -318,6 +329,7 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
     let outputs = outputs.lock().unwrap();
     Run {
         seconds,
+        cpu,
         latency,
         digest: outputs
             .iter()
@@ -346,8 +358,8 @@ fn main() {
         "differential operators on {} epochs x {} facts (each retracted {} epochs later), joins with a table of one row per key, {} rounds; seconds median [min, max]; epoch latency ms, median over rounds",
         args.epochs, args.inserts, args.window, args.rounds
     );
-    println!("| operator | keys | hottest key | workers | differential's s | skew-proof s | updates/s, differential's | updates/s, skew-proof | skew-proof / differential's, updates/s (paired [range]) | epoch p50 / p99 ms, differential's | the same, skew-proof | input busiest / mean, differential's | the same, skew-proof | gain the work allows (busiest's input, differential's / skew-proof) | table rows copied (hot keys) | output busiest / mean, differential's / skew-proof |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| operator | keys | hottest key | workers | differential's s | skew-proof s | updates/s, differential's | updates/s, skew-proof | skew-proof / differential's, updates/s (paired [range]) | epoch p50 / p99 ms, differential's | the same, skew-proof | input busiest / mean, differential's | the same, skew-proof | gain the work allows (busiest's input, differential's / skew-proof) | table rows copied (hot keys) | output busiest / mean, differential's / skew-proof | workers' CPU s, differential's / skew-proof (skew-proof ÷ differential's) |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for &op in &args.ops {
         let [plain, skewed] = op.names();
         for spec in &args.keys {
@@ -388,8 +400,20 @@ fn main() {
                     .map(|runs| spread(runs.iter().map(|run| run.seconds).collect()))
                     .collect();
                 let cell = |(min, med, max): (f64, f64, f64)| format!("{med:.3} [{min:.3}, {max:.3}]");
+                let cpu = runs
+                    .iter()
+                    .map(|runs| {
+                        runs.iter()
+                            .map(|run| run.cpu)
+                            .collect::<Option<Vec<f64>>>()
+                            .map(|cpu| spread(cpu).1)
+                    })
+                    .collect::<Option<Vec<f64>>>()
+                    .map_or("-".to_string(), |cpu| {
+                        format!("{:.3} / {:.3} ({:.2})", cpu[0], cpu[1], cpu[1] / cpu[0])
+                    });
                 println!(
-                    "| {plain} / {skewed} | {spec} | {:.3} | {workers} | {} | {} | {:.2} M | {:.2} M | {:.2} ({:.2} [{:.2}, {:.2}]) | {} | {} | {:.2} | {:.2} | {:.2} | {} ({}) | {:.2} / {:.2} |",
+                    "| {plain} / {skewed} | {spec} | {:.3} | {workers} | {} | {} | {:.2} M | {:.2} M | {:.2} ({:.2} [{:.2}, {:.2}]) | {} | {} | {:.2} | {:.2} | {:.2} | {} ({}) | {:.2} / {:.2} | {cpu} |",
                     sampler.probability(0),
                     cell(spreads[0]),
                     cell(spreads[1]),
@@ -417,7 +441,7 @@ fn main() {
                 }
                 let (plain_balance, skew_balance) = (max_over_mean(&runs[0].work), max_over_mean(&runs[1].work));
                 println!(
-                    "| {plain} / {skewed} | {spec} | {:.3} | {workers} (work counts only) | | | | | | | | {plain_balance:.2} | {skew_balance:.2} | {:.2} | {} ({}) | {:.2} / {:.2} |",
+                    "| {plain} / {skewed} | {spec} | {:.3} | {workers} (work counts only) | | | | | | | | {plain_balance:.2} | {skew_balance:.2} | {:.2} | {} ({}) | {:.2} / {:.2} | |",
                     sampler.probability(0),
                     busiest(&runs[0].work) / busiest(&runs[1].work),
                     runs[1].copies,

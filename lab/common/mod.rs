@@ -3,6 +3,7 @@
 //! streams, line readers, memory checks, reports and the examples' logs.
 
 pub mod cluster;
+pub mod cpu;
 pub mod driver;
 pub mod error;
 pub mod example_runs;

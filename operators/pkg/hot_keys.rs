@@ -334,17 +334,39 @@ fn fill(load: &[f64], count: f64, parts: usize) -> Shares {
         .collect()
 }
 
-/// The worker, of `shares`, a record of hash `hash` goes to: each with
-/// the probability of its share, the same for every update of the record.
-pub(crate) fn pick(hash: u64, shares: &[(usize, f64)]) -> usize {
-    let mut at = (hash >> 11) as f64 / (1u64 << 53) as f64;
-    for &(worker, share) in shares {
-        if at < share {
-            return worker;
-        }
-        at -= share;
+/// A deal's shares as bounds on a record's hash, for routing: a record
+/// goes to each worker with the probability of its share, every update of
+/// the record to the same one. (Integer bounds: no float work per record.)
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Picker {
+    /// Each worker, with the cumulative share up to and including it, of
+    /// the hashes (the last worker takes the rest).
+    bounds: Vec<(u64, usize)>,
+}
+
+impl Picker {
+    pub(crate) fn new(shares: &[(usize, f64)]) -> Self {
+        let mut cumulative = 0.0;
+        let bounds = shares
+            .iter()
+            .map(|&(worker, share)| {
+                cumulative += share;
+                // `as` saturates: a cumulative share of 1 or more bounds every hash.
+                ((cumulative * u64::MAX as f64) as u64, worker)
+            })
+            .collect();
+        Picker { bounds }
     }
-    shares.last().map_or(0, |&(worker, _)| worker)
+
+    /// The worker a record of hash `hash` goes to.
+    #[inline]
+    pub(crate) fn pick(&self, hash: u64) -> usize {
+        // Counted rather than searched: no branch on the hash to mispredict.
+        let below = self.bounds.iter().filter(|&&(bound, _)| bound <= hash).count();
+        self.bounds
+            .get(below.min(self.bounds.len().saturating_sub(1)))
+            .map_or(0, |&(_, worker)| worker)
+    }
 }
 
 #[cfg(test)]
@@ -509,14 +531,18 @@ mod tests {
 
     #[test]
     fn records_go_to_workers_by_their_shares() {
-        let shares = vec![(3, 0.25), (1, 0.75)];
+        let picker = Picker::new(&[(3, 0.25), (1, 0.75)]);
         let mut counts = [0u32; 4];
         for r in 0..40_000u64 {
-            counts[pick(splitmix64(r), &shares)] += 1;
+            counts[picker.pick(splitmix64(r))] += 1;
         }
         assert_eq!((counts[0], counts[2]), (0, 0));
         assert!((9_500..10_500).contains(&counts[3]), "{counts:?}");
-        // The same record, the same worker.
-        assert_eq!(pick(splitmix64(7), &shares), pick(splitmix64(7), &shares));
+        // The same record, the same worker; the extreme hashes too.
+        assert_eq!(picker.pick(splitmix64(7)), picker.pick(splitmix64(7)));
+        assert_eq!((picker.pick(0), picker.pick(u64::MAX)), (3, 1));
+        // Shares that round short of 1 still place every hash.
+        let picker = Picker::new(&[(0, 0.3), (2, 0.3), (1, 0.3999999)]);
+        assert_eq!(picker.pick(u64::MAX), 1);
     }
 }

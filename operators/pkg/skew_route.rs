@@ -27,7 +27,7 @@ use timely::Container;
 use crate::common::hash::{splitmix64, FingerprintHasher};
 use crate::common::stash::TimeStash;
 
-use super::hot_keys::{pick, Shares, SideHotKeys, Skew};
+use super::hot_keys::{Picker, Shares, SideHotKeys, Skew};
 use super::key_filter::KeyFilter;
 use super::skew_events::{SkewEvent, SkewEventBuilder, SKEW_LOG_NAME};
 use super::strides::{Strides, SAMPLE};
@@ -56,8 +56,8 @@ pub(crate) fn key_route<K: Hashable>(key: &K) -> u64 {
     key.hashed().into()
 }
 
-/// A hot key and its shares from each time on.
-type HotSince<K, T> = (K, Vec<(T, Shares)>);
+/// A hot key and its deal from each time on.
+type HotSince<K, T> = (K, Vec<(T, Picker)>);
 
 /// One time's sampled counts on one worker: per key (by its route hash),
 /// and per owner.
@@ -111,17 +111,18 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
         let route = key_route(&key);
         self.filter.insert(route);
         let keys = self.hot.entry(route).or_default();
+        let picker = Picker::new(&shares);
         match keys.iter_mut().find(|(held, _)| *held == key) {
             Some((_, from)) if from.last().is_some_and(|(since, _)| *since == time) => {}
-            Some((_, from)) => from.push((time, shares)),
-            None => keys.push((key, vec![(time, shares)])),
+            Some((_, from)) => from.push((time, picker)),
+            None => keys.push((key, vec![(time, picker)])),
         }
     }
 
     /// Every deal of `key` (of route hash `route`), in time order: none for
     /// a cold key.
     #[inline]
-    fn deals(&self, key: &K, route: u64) -> &[(T, Shares)] {
+    fn deals(&self, key: &K, route: u64) -> &[(T, Picker)] {
         if !self.filter.may_contain(route) {
             return &[];
         }
@@ -131,16 +132,16 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
             .map_or(&[], |(_, from)| from.as_slice())
     }
 
-    /// The shares `key` is dealt by at `time`, if it is hot then: only the
-    /// deals decided at or before `time` count.
+    /// The deal of `key` at `time`, if it is hot then: only the deals
+    /// decided at or before `time` count.
     #[inline]
-    fn deal(&self, key: &K, route: u64, time: &T) -> Option<&Shares> {
+    fn deal(&self, key: &K, route: u64, time: &T) -> Option<&Picker> {
         let deals = self.deals(key, route);
         deals
             .iter()
             .rev()
             .find(|(since, _)| since.less_equal(time))
-            .map(|(_, shares)| shares)
+            .map(|(_, picker)| picker)
     }
 
     /// Counts about one update in [`SAMPLE`] of `key` at `time`, and one
@@ -179,7 +180,7 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
     fn target(&mut self, key: &K, time: &T, record: impl FnOnce() -> u64) -> u64 {
         let route = key_route(key);
         let target = match self.deal(key, route, time) {
-            Some(shares) => pick(splitmix64(record() ^ route), shares) as u64,
+            Some(picker) => picker.pick(splitmix64(record() ^ route)) as u64,
             None => route,
         };
         self.count(key, route, time, target);
@@ -189,9 +190,9 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
     /// The first deal of a hot key, if it holds at `time`: a key is hot
     /// from its first deal on.
     #[inline]
-    fn first_deal(&self, key: &K, route: u64, time: Option<&T>) -> Option<&Shares> {
-        let (since, shares) = self.deals(key, route).first()?;
-        time.is_none_or(|time| since.less_equal(time)).then_some(shares)
+    fn first_deal(&self, key: &K, route: u64, time: Option<&T>) -> Option<&Picker> {
+        let (since, picker) = self.deals(key, route).first()?;
+        time.is_none_or(|time| since.less_equal(time)).then_some(picker)
     }
 
     /// Where an update of `key` at `time` goes if its key is hot then: to
@@ -204,7 +205,7 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
         let route = key_route(key);
         let part = self
             .first_deal(key, route, Some(time))
-            .map(|shares| pick(splitmix64(record() ^ route), shares));
+            .map(|picker| picker.pick(splitmix64(record() ^ route)));
         self.count(key, route, time, part.map_or(route, |part| part as u64));
         part
     }
@@ -213,10 +214,10 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
     /// first deal's shares and `record`, the hash of the rest of it.
     pub(crate) fn first_part(&self, key: &K, record: u64) -> usize {
         let route = key_route(key);
-        let shares = self
+        let picker = self
             .first_deal(key, route, None)
             .expect("a hot key's deal is learned before any of its records is routed to a part");
-        pick(splitmix64(record ^ route), shares)
+        picker.pick(splitmix64(record ^ route))
     }
 }
 
