@@ -12,6 +12,9 @@ use differential_dataflow::VecCollection;
 use equipoise::pkg::{Skew, SkewEvent, SkewEventBuilder, SkewJoin, SKEW_LOG_NAME};
 use proptest::prelude::*;
 
+mod support;
+use support::feed::feed_in_turns;
+
 /// Records of a semi- or antijoin as a join's, (key, (value, 0)).
 fn as_joined(records: VecCollection<'_, u64, (u8, u16), isize>) -> VecCollection<'_, u64, (u8, (u16, u16)), isize> {
     records.map(|(key, value)| (key, (value, 0)))
@@ -36,9 +39,15 @@ fn mismatches(workers: usize, left: Updates, right: Updates, skew: Skew) -> Foun
     let found2 = Arc::clone(&found);
     let deals = Arc::new(Mutex::new(Vec::new()));
     let deals2 = Arc::clone(&deals);
-    let (left, right) = (Arc::new(left), Arc::new(right));
+    // As (record, time, diff), the form the inputs are fed in.
+    let records = |updates: Updates| -> Vec<_> {
+        updates
+            .into_iter()
+            .map(|(key, value, at, diff)| ((key, value), at, diff))
+            .collect()
+    };
+    let (left, right) = (Arc::new(records(left)), Arc::new(records(right)));
     timely::execute(timely::Config::process(workers), move |worker| {
-        let (index, peers) = (worker.index(), worker.peers());
         let deals = Arc::clone(&deals2);
         // The join, semijoin and antijoin all log here.
         worker
@@ -81,30 +90,7 @@ fn mismatches(workers: usize, left: Updates, right: Updates, skew: Skew) -> Foun
                 .probe();
             probe
         });
-        let last = left.iter().chain(right.iter()).map(|u| u.2).max().unwrap_or(0);
-        for time in 0..=last {
-            facts.advance_to(time);
-            table.advance_to(time);
-            for (input, updates) in [(&mut facts, &left), (&mut table, &right)] {
-                for (position, &(key, value, at, diff)) in updates.iter().enumerate() {
-                    if at == time && position % peers == index {
-                        input.update((key, value), diff);
-                    }
-                }
-            }
-            facts.advance_to(time + 1);
-            table.advance_to(time + 1);
-            facts.flush();
-            table.flush();
-            // Every other time, every worker waits for it, so that hot keys
-            // are known before the next; in between they are learned late.
-            worker.step_while(|| probe.less_than(facts.time()) && time % 2 == 0);
-        }
-        facts.close();
-        table.close();
-        while !probe.done() {
-            worker.step();
-        }
+        feed_in_turns(worker, vec![(facts, &left[..]), (table, &right[..])], &probe);
     })
     .expect("timely runs");
     let (mismatched, produced) = *found.lock().unwrap();

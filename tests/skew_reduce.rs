@@ -14,6 +14,9 @@ use differential_dataflow::{Hashable, VecCollection};
 use equipoise::pkg::{PkgCountCollection, Skew, SkewEvent, SkewEventBuilder, SkewMinMax, SkewReduce, SKEW_LOG_NAME};
 use proptest::prelude::*;
 
+mod support;
+use support::feed::feed_in_turns;
+
 /// Updates as (key, time, diff).
 type Updates = Vec<(u32, u64, isize)>;
 
@@ -48,7 +51,6 @@ where
     let updates = Arc::new(updates);
     let difference = Arc::new(difference);
     timely::execute(timely::Config::process(workers), move |worker| {
-        let (index, peers) = (worker.index(), worker.peers());
         let hot = Arc::clone(&hot2);
         worker
             .log_register()
@@ -76,24 +78,7 @@ where
                 .probe();
             probe
         });
-        let last = updates.iter().map(|u| u.1).max().unwrap_or(0);
-        for time in 0..=last {
-            input.advance_to(time);
-            for (position, (record, at, diff)) in updates.iter().enumerate() {
-                if *at == time && position % peers == index {
-                    input.update(record.clone(), *diff);
-                }
-            }
-            input.advance_to(time + 1);
-            input.flush();
-            // Every other time, every worker waits for it, so that hot keys
-            // are known before the next; in between they are learned late.
-            worker.step_while(|| probe.less_than(input.time()) && time % 2 == 0);
-        }
-        input.close();
-        while !probe.done() {
-            worker.step();
-        }
+        feed_in_turns(worker, vec![(input, &updates[..])], &probe);
     })
     .expect("timely runs");
     let (mismatched, produced) = *found.lock().unwrap();

@@ -1,7 +1,9 @@
-//! Helpers shared by the integration tests that run the example programs.
+//! Helpers shared by the integration tests: running the example programs,
+//! soaks, and feeding differential inputs from lists of updates.
 
 #![allow(dead_code)] // each test file uses its own subset
 
+pub mod feed;
 pub mod soak;
 
 use std::path::{Path, PathBuf};
