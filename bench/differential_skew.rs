@@ -195,7 +195,7 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
     let latencies = Arc::new(Mutex::new(Vec::new()));
     let (received2, hot2, latencies2) = (Arc::clone(&received), Arc::clone(&hot), Arc::clone(&latencies));
     let keys = Arc::clone(sampler);
-    let seconds = timely::execute(timely::Config::process(workers), move |worker| {
+    let runs = timely::execute(timely::Config::process(workers), move |worker| {
         let (index, peers) = (worker.index() as u64, worker.peers() as u64);
         let (received, hot) = (Arc::clone(&received2), Arc::clone(&hot2));
         let sent = Rc::new(RefCell::new(vec![0u64; peers as usize]));
@@ -295,7 +295,7 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
     .join()
     .into_iter()
     .map(|run| run.expect("a worker finishes"));
-    let (seconds, cpu) = seconds.fold((0.0, Some(0.0)), |(wall, total), (seconds, cpu)| {
+    let (seconds, cpu) = runs.fold((0.0, Some(0.0)), |(wall, total), (seconds, cpu)| {
         (f64::max(wall, seconds), total.zip(cpu).map(|(total, cpu)| total + cpu))
     });
     // The operator's input per worker: the facts (or keys) it received, and

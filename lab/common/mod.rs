@@ -1,6 +1,7 @@
 //! Shared by the experiments: timely's cluster flags and start-up, job
 //! driving, gathering results at one worker, latency summaries, key
-//! streams, line readers, memory checks, reports and the examples' logs.
+//! streams, line readers, memory checks, CPU time, reports and the
+//! examples' logs.
 
 pub mod cluster;
 pub mod cpu;

@@ -337,25 +337,32 @@ fn fill(load: &[f64], count: f64, parts: usize) -> Shares {
 /// A deal's shares as bounds on a record's hash, for routing: a record
 /// goes to each worker with the probability of its share, every update of
 /// the record to the same one. (Integer bounds: no float work per record.)
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub(crate) struct Picker {
-    /// Each worker, with the cumulative share up to and including it, of
-    /// the hashes (the last worker takes the rest).
+    /// Each worker but the last, with the cumulative share of the hashes
+    /// up to and including it.
     bounds: Vec<(u64, usize)>,
+    /// The last worker: it takes the rest, whatever the shares' rounding.
+    last: usize,
 }
 
 impl Picker {
+    /// The picker of `shares` (a deal's: not empty).
     pub(crate) fn new(shares: &[(usize, f64)]) -> Self {
+        debug_assert!(!shares.is_empty(), "a deal names at least one worker");
+        let (last, others) = shares
+            .split_last()
+            .map_or((0, &[][..]), |(&(last, _), others)| (last, others));
         let mut cumulative = 0.0;
-        let bounds = shares
+        let bounds = others
             .iter()
             .map(|&(worker, share)| {
                 cumulative += share;
-                // `as` saturates: a cumulative share of 1 or more bounds every hash.
+                // `as` saturates: a cumulative share of 1 or more leaves the rest none.
                 ((cumulative * u64::MAX as f64) as u64, worker)
             })
             .collect();
-        Picker { bounds }
+        Picker { bounds, last }
     }
 
     /// The worker a record of hash `hash` goes to.
@@ -363,9 +370,7 @@ impl Picker {
     pub(crate) fn pick(&self, hash: u64) -> usize {
         // Counted rather than searched: no branch on the hash to mispredict.
         let below = self.bounds.iter().filter(|&&(bound, _)| bound <= hash).count();
-        self.bounds
-            .get(below.min(self.bounds.len().saturating_sub(1)))
-            .map_or(0, |&(_, worker)| worker)
+        self.bounds.get(below).map_or(self.last, |&(_, worker)| worker)
     }
 }
 

@@ -111,11 +111,10 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
         let route = key_route(&key);
         self.filter.insert(route);
         let keys = self.hot.entry(route).or_default();
-        let picker = Picker::new(&shares);
         match keys.iter_mut().find(|(held, _)| *held == key) {
             Some((_, from)) if from.last().is_some_and(|(since, _)| *since == time) => {}
-            Some((_, from)) => from.push((time, picker)),
-            None => keys.push((key, vec![(time, picker)])),
+            Some((_, from)) => from.push((time, Picker::new(&shares))),
+            None => keys.push((key, vec![(time, Picker::new(&shares))])),
         }
     }
 

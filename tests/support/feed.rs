@@ -13,7 +13,7 @@ pub type Fed<'a, D> = (InputSession<u64, D, isize>, &'a [(D, u64, isize)]);
 /// until `probe` is done. Every other time every worker waits for `probe`
 /// to pass it, so that what the operators learn from one time is known
 /// before the next; in between they learn it late.
-pub fn feed_in_turns<D: differential_dataflow::ExchangeData>(
+pub fn feed_in_turns<D: differential_dataflow::Data>(
     worker: &mut Worker,
     mut inputs: Vec<Fed<'_, D>>,
     probe: &ProbeHandle<u64>,
