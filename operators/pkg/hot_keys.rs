@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 
+use crate::common::hash::splitmix64;
 use crate::common::Error;
 
 /// How a skew-proof operator finds hot keys and splits them.
@@ -365,9 +366,18 @@ impl Picker {
         Picker { bounds, last }
     }
 
-    /// The worker a record of hash `hash` goes to.
+    /// The worker a record of hash `record`, of a key of route hash
+    /// `route`, goes to: the two mixed, so that where one key's records go
+    /// does not follow from where another's do. Every place that routes a
+    /// hot key's record, or finds it again, asks this.
     #[inline]
-    pub(crate) fn pick(&self, hash: u64) -> usize {
+    pub(crate) fn pick_record(&self, record: u64, route: u64) -> usize {
+        self.pick(splitmix64(record ^ route))
+    }
+
+    /// The worker a record of (mixed) hash `hash` goes to.
+    #[inline]
+    fn pick(&self, hash: u64) -> usize {
         // Counted rather than searched: no branch on the hash to mispredict.
         let below = self.bounds.iter().filter(|&&(bound, _)| bound <= hash).count();
         self.bounds.get(below).map_or(self.last, |&(_, worker)| worker)
@@ -377,7 +387,6 @@ impl Picker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::hash::splitmix64;
 
     /// Keys "a" to "z" owned by worker (letter index) % peers.
     fn owner(peers: usize) -> impl Fn(&&str) -> usize {

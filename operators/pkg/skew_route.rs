@@ -24,7 +24,7 @@ use timely::order::TotalOrder;
 use timely::progress::Timestamp;
 use timely::Container;
 
-use crate::common::hash::{splitmix64, FingerprintHasher};
+use crate::common::hash::FingerprintHasher;
 use crate::common::stash::TimeStash;
 
 use super::hot_keys::{Picker, Shares, SideHotKeys, Skew};
@@ -179,7 +179,7 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
     fn target(&mut self, key: &K, time: &T, record: impl FnOnce() -> u64) -> u64 {
         let route = key_route(key);
         let target = match self.deal(key, route, time) {
-            Some(picker) => picker.pick(splitmix64(record() ^ route)) as u64,
+            Some(picker) => picker.pick_record(record(), route) as u64,
             None => route,
         };
         self.count(key, route, time, target);
@@ -204,7 +204,7 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
         let route = key_route(key);
         let part = self
             .first_deal(key, route, Some(time))
-            .map(|picker| picker.pick(splitmix64(record() ^ route)));
+            .map(|picker| picker.pick_record(record(), route));
         self.count(key, route, time, part.map_or(route, |part| part as u64));
         part
     }
@@ -216,7 +216,7 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
         let picker = self
             .first_deal(key, route, None)
             .expect("a hot key's deal is learned before any of its records is routed to a part");
-        picker.pick(splitmix64(record ^ route))
+        picker.pick_record(record, route)
     }
 }
 
