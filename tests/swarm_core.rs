@@ -6,7 +6,9 @@ use std::collections::BTreeSet;
 use equipoise::swarm::plan_merges;
 use equipoise::swarm::random_change;
 use equipoise::swarm::IdMint;
-use equipoise::swarm::{best_line, best_line_exhaustive, plan_reduction, Candidate, Reduction, ReductionRequest};
+use equipoise::swarm::{
+    best_line, best_line_exhaustive, best_split, plan_reduction, Candidate, Reduction, ReductionRequest,
+};
 use equipoise::swarm::{normalized, CostModel, RangeQueryCost};
 use equipoise::swarm::{Axis, GlobalIndex, PlanChange, SplitLine};
 use equipoise::swarm::{Cell, CellRect, Grid, Rect};
@@ -423,6 +425,17 @@ fn random_stats(rng: &mut SmallRng, rows: u32, cols: u32) -> PartitionStats {
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// The range-query model says no split saves work, so workers skip
+    /// looking: no split of any partition's statistics would have paid.
+    #[test]
+    fn no_split_saves_under_the_range_query_model(seed in any::<u64>(), rows in 1u32..12, cols in 1u32..12, floor in 0.0f64..1e4) {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let model = RangeQueryCost::default();
+        prop_assert!(!model.splits_can_save());
+        let stats = random_stats(&mut rng, rows, cols);
+        prop_assert_eq!(best_split(&model, &stats, floor, 0.0), None);
+    }
 
     #[test]
     fn reductions_never_widen_the_gap_and_binary_search_matches_exhaustive(seed in any::<u64>(), partitions in 1usize..6) {

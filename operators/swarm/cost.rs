@@ -22,6 +22,15 @@ pub trait CostModel {
     fn upkeep(&self) -> f64 {
         0.0
     }
+
+    /// Whether splitting a partition can cut its work under this model. A
+    /// model whose work adds up over the parts (queries that span both
+    /// counted in each) says no, and the workers then skip looking for such
+    /// splits every round: a round that changes nothing stays cheap however
+    /// many partitions a worker holds.
+    fn splits_can_save(&self) -> bool {
+        true
+    }
 }
 
 /// Continuous range queries: the point–query checks the partition's
@@ -53,6 +62,12 @@ impl CostModel for RangeQueryCost {
 
     fn upkeep(&self) -> f64 {
         self.upkeep
+    }
+
+    /// The checks and objects of the parts add up to the whole's, and a
+    /// query spanning both parts counts in each: no split saves work.
+    fn splits_can_save(&self) -> bool {
+        false
     }
 }
 

@@ -173,8 +173,10 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
         let load = self.store.end_round(&self.model);
         let mut local = Vec::new();
         if self.plans_locally {
-            let floor = self.store.mean_work(&self.model);
-            if let Some(gain) = self.split_gain {
+            // Each step here is skipped unless it can change something: a
+            // round that changes nothing costs the statistics alone.
+            if let Some(gain) = self.split_gain.filter(|_| self.model.splits_can_save()) {
+                let floor = self.store.mean_work(&self.model);
                 local = self.store.plan_refinement(&self.model, gain, floor, time / self.round);
             }
             let settled = (time / self.round).checked_sub(2 * self.merge_every);
@@ -193,6 +195,7 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
                     .filter(|(_, p)| p.born + 2 * self.merge_every > round)
                     .map(|(&id, _)| id);
                 let splitting: Vec<PartitionId> = local.iter().flat_map(PlanChange::touched).chain(young).collect();
+                let floor = self.store.mean_work(&self.model);
                 let merges = self.store.plan_merges(&self.model, self.split_gain, floor, &splitting);
                 local.extend(merges);
             }

@@ -290,11 +290,14 @@ impl<S: PartitionState> Store<S> {
     /// work per worker) for the partition. Partitions whose holders changed
     /// after round `settled` are left alone (their statistics are a guess).
     pub(crate) fn plan_unshares(&self, model: &dyn CostModel, mean: f64, settled: u64) -> Vec<PlanChange> {
+        // Only shared partitions can lose a holder: no pass over the others.
         let mut changes: Vec<PlanChange> = self
-            .partitions
-            .iter()
-            .filter(|(&id, p)| p.born <= settled && self.index.info(id).is_some_and(|info| info.owner == self.me))
-            .filter_map(|(&id, p)| {
+            .index
+            .shared()
+            .filter(|&id| self.index.info(id).is_some_and(|info| info.owner == self.me))
+            .filter_map(|id| Some((id, self.partitions.get(&id)?)))
+            .filter(|(_, p)| p.born <= settled)
+            .filter_map(|(id, p)| {
                 let (&least, &from) = self.index.weights(id)[1..]
                     .iter()
                     .zip(self.index.replicas(id))
