@@ -463,6 +463,9 @@ fn a_move_decided_before_the_input_ends_still_happens() {
                 "off",
                 "--decision",
                 "threshold:1.0",
+                // One block per worker: worker 1 holds columns 2 and 3.
+                "--policy",
+                "swarm:1",
                 "-w",
                 "2",
                 "--report",

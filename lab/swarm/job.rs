@@ -83,10 +83,11 @@ pub enum PolicySpec {
     /// `static:<k>`: k cell-aligned blocks per worker spread over the space,
     /// never changed.
     StaticBlocks(usize),
-    /// `swarm`: SWARM's load balancing, deciding by the given rule.
+    /// `swarm`: SWARM's load balancing, deciding by the given rule, from
+    /// its default start (as fine as the grid allows).
     Swarm(DecisionSpec),
     /// `swarm:<k>`: SWARM starting from the plan of `static:<k>` (k blocks
-    /// per worker) instead of one partition per worker.
+    /// per worker) instead of its default start.
     SwarmFrom(DecisionSpec, usize),
     /// `forced:<seed>`: a random move, split, merge, share or unshare every
     /// round, to test migrations.
@@ -107,7 +108,8 @@ impl PolicySpec {
     fn initial(&self) -> InitialPlan {
         match *self {
             PolicySpec::StaticBlocks(k) | PolicySpec::SwarmFrom(_, k) => InitialPlan::Blocks(k),
-            _ => InitialPlan::OnePerWorker,
+            PolicySpec::Swarm(_) => InitialPlan::Fine,
+            PolicySpec::Static | PolicySpec::Forced(_) => InitialPlan::OnePerWorker,
         }
     }
 }

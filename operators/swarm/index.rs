@@ -174,6 +174,12 @@ pub struct GlobalIndex {
     shares: BTreeMap<PartitionId, Shares>,
 }
 
+/// The most partitions per worker [`GlobalIndex::fine`] starts from: one
+/// cell each on a 64 × 64 grid from 16 workers on, blocks of a few cells
+/// below (finer starts spend more on each query's copies than their
+/// balance wins back at 2–4 workers; `docs/swarm.md`).
+pub const FINE_PER_WORKER: usize = 256;
+
 impl GlobalIndex {
     /// The initial plan for `workers` workers: starting from one partition
     /// covering the space, split the partition of largest area into two
@@ -269,6 +275,41 @@ impl GlobalIndex {
                 ),
             ));
         };
+        Ok(Self::serpentine(grid, workers, bx, by))
+    }
+
+    /// The default start: a plan as fine as the grid allows, so that the
+    /// first epochs are as balanced as a plan of one cell per partition
+    /// whatever the load, and SWARM then moves, shares and merges from
+    /// there. One cell per partition when the grid has at most
+    /// [`FINE_PER_WORKER`] cells per worker, else about that many blocks
+    /// of cells per worker, as near square as the grid allows; owned
+    /// round-robin along a serpentine walk as in [`blocks`](Self::blocks)
+    /// (the workers need not divide the blocks: some hold one more).
+    /// Returns the index and the first id it left unused.
+    pub fn fine(grid: Grid, workers: usize) -> Result<(Self, PartitionId), Error> {
+        if workers == 0 {
+            return Err(Error::invalid("workers", "need at least one"));
+        }
+        let (columns, rows) = (u64::from(grid.columns()), u64::from(grid.rows()));
+        let most = (FINE_PER_WORKER as u64).saturating_mul(workers as u64);
+        let (bx, by) = if columns * rows <= most {
+            (columns, rows)
+        } else {
+            // Blocks of about `columns · rows / most` cells, as many across
+            // as the cells' proportions ask.
+            let side = ((columns * rows) as f64 / most as f64).sqrt();
+            let bx = ((columns as f64 / side).floor() as u64).clamp(1, columns);
+            (bx, (most / bx).clamp(1, rows))
+        };
+        Ok(Self::serpentine(grid, workers, bx as usize, by as usize))
+    }
+
+    /// `bx × by` blocks (boundaries at floor(i·C/b) cells) owned round-robin
+    /// along a serpentine (boustrophedon) walk; returns the index and the
+    /// first id it left unused.
+    fn serpentine(grid: Grid, workers: usize, bx: usize, by: usize) -> (Self, PartitionId) {
+        let (columns, rows) = (grid.columns() as usize, grid.rows() as usize);
         // Cell `i · cells / blocks`, where block `i` starts (u64: no overflow).
         let edge = |i: usize, cells: usize, blocks: usize| (i as u64 * cells as u64 / blocks as u64) as u32;
         let mut index = GlobalIndex::unfilled(grid);
@@ -288,7 +329,7 @@ impl GlobalIndex {
                 },
             );
         }
-        Ok((index, n as PartitionId))
+        (index, (bx * by) as PartitionId)
     }
 
     // An index whose cells all point to a placeholder partition 0 that is
@@ -701,6 +742,43 @@ mod tests {
         // 1×2 and 2×1 blocks are equally skewed: the tie goes to more columns.
         let (index, _) = GlobalIndex::blocks(grid(8, 8), 2, 1).unwrap();
         assert_eq!(index.info(1).unwrap().rect.col0, 4);
+    }
+
+    #[test]
+    fn the_fine_start_covers_every_cell_once_as_finely_as_allowed() {
+        for (columns, rows, workers) in [
+            (64, 64, 2),
+            (64, 64, 3),
+            (64, 64, 16),
+            (64, 32, 64),
+            (10, 7, 3),
+            (1, 9, 4),
+            (300, 200, 2),
+            (5, 5, 100),
+        ] {
+            let (index, next) = GlobalIndex::fine(grid(columns, rows), workers).unwrap();
+            let case = format!("{columns}x{rows}, {workers} workers");
+            index.check_covering().unwrap_or_else(|e| panic!("{case}: {e}"));
+            assert!(index.partitions().keys().copied().eq(0..next), "{case}");
+            let cells = (columns * rows) as usize;
+            let most = FINE_PER_WORKER * workers;
+            // One cell each when allowed, else at most `most` blocks, within
+            // a row of blocks of it.
+            let blocks = index.partitions().len();
+            if cells <= most {
+                assert_eq!(blocks, cells, "{case}");
+            } else {
+                assert!(blocks <= most && 2 * blocks >= most, "{case}: {blocks} blocks");
+            }
+            // Every worker holds its share, within one.
+            let mut owned = vec![0usize; workers];
+            for info in index.partitions().values() {
+                owned[info.owner] += 1;
+            }
+            let (least, most_owned) = (owned.iter().min().unwrap(), owned.iter().max().unwrap());
+            assert!(most_owned - least <= 1, "{case}: {owned:?}");
+        }
+        assert!(GlobalIndex::fine(grid(4, 4), 0).is_err());
     }
 
     #[test]

@@ -88,7 +88,7 @@ pub use forced::random_change;
 pub use geometry::{Cell, CellRect, Grid, OutOfBounds, Rect, MAX_CELLS};
 pub use granularity::{best_split, cheap_merge};
 pub use ids::{IdMint, PartitionId};
-pub use index::{Axis, GlobalIndex, PartitionInfo, PlanChange, SplitLine, SHARE_WEIGHT};
+pub use index::{Axis, GlobalIndex, PartitionInfo, PlanChange, SplitLine, FINE_PER_WORKER, SHARE_WEIGHT};
 pub use merge::plan_merges;
 pub use operator::{InitialPlan, Swarm, SwarmConfig, SwarmHandles};
 pub use rebalance::{best_line, best_line_exhaustive, plan_reduction, Candidate, Reduction, ReductionRequest};

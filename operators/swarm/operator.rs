@@ -56,8 +56,16 @@ const MAX_ROUND: u64 = 1 << 32;
 /// The plan SWARM starts from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum InitialPlan {
-    /// One partition per worker, by halving the largest partition.
+    /// Fine: one cell per partition, or
+    /// [`FINE_PER_WORKER`](super::FINE_PER_WORKER) blocks per worker on a
+    /// grid of more cells, dealt round-robin along a
+    /// serpentine walk (see [`GlobalIndex::fine`]): the first epochs are as
+    /// balanced as that plan, whatever the load, and SWARM moves, shares
+    /// and merges from there.
     #[default]
+    Fine,
+    /// One partition per worker, by halving the largest partition: SWARM
+    /// then cuts and moves for several rounds before it balances.
     OnePerWorker,
     /// `k` cell-aligned blocks per worker, owned round-robin along a
     /// serpentine walk so that neighbouring blocks mostly belong to
@@ -96,14 +104,14 @@ pub struct SwarmConfig<M = RangeQueryCost> {
 }
 
 impl SwarmConfig {
-    /// Defaults over `grid`: points outside rejected, one partition per
-    /// worker, rounds of 2 epochs, merges every 10 rounds, the range-query
+    /// Defaults over `grid`: points outside rejected, the fine start
+    /// ([`InitialPlan::Fine`]), rounds of 2 epochs, merges every 10 rounds, the range-query
     /// cost model.
     pub fn new(grid: Grid) -> Self {
         SwarmConfig {
             grid,
             outside: OutOfBounds::Reject,
-            initial: InitialPlan::OnePerWorker,
+            initial: InitialPlan::Fine,
             round: 2,
             merge_every: 10,
             split_gain: Some(0.2),
@@ -267,6 +275,7 @@ impl<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone> Swarm<'scope, P, 
         let (me, workers) = (scope.index(), scope.peers());
         let round = config.round;
         let (initial, base) = match config.initial {
+            InitialPlan::Fine => GlobalIndex::fine(config.grid.clone(), workers)?,
             InitialPlan::OnePerWorker => GlobalIndex::initial(config.grid.clone(), workers)?,
             InitialPlan::Blocks(k) => GlobalIndex::blocks(config.grid.clone(), workers, k)?,
         };
