@@ -60,11 +60,14 @@ struct Args {
     check_us: f64,
 }
 
+/// The machine's cores (0 if it cannot tell).
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(0, |cores| cores.get())
+}
+
 /// One worker per core, at least 2.
 fn default_workers() -> usize {
-    std::thread::available_parallelism()
-        .map_or(2, |cores| cores.get())
-        .max(2)
+    cores().max(2)
 }
 
 fn main() -> ExitCode {
@@ -78,8 +81,7 @@ fn main() -> ExitCode {
 
 fn wordcount_part(args: &Args) -> Result<(), Error> {
     let sampler = Arc::new(KeySampler::new(&args.keys, 1));
-    let cores = std::thread::available_parallelism().map_or(0, |cores| cores.get());
-    println!("equipoise tour, {} workers on {cores} cores\n", args.workers);
+    println!("equipoise tour, {} workers on {} cores\n", args.workers, cores());
     println!(
         "Part 1. Partial Key Grouping: word count of {} records, keys {} (hottest key {:.1} % of the stream), {} µs of work per record\n",
         args.records,

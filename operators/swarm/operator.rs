@@ -105,8 +105,8 @@ pub struct SwarmConfig<M = RangeQueryCost> {
 
 impl SwarmConfig {
     /// Defaults over `grid`: points outside rejected, the fine start
-    /// ([`InitialPlan::Fine`]), rounds of 2 epochs, merges every 10 rounds, the range-query
-    /// cost model.
+    /// ([`InitialPlan::Fine`]), rounds of 2 epochs, merges every 10
+    /// rounds, the range-query cost model.
     pub fn new(grid: Grid) -> Self {
         SwarmConfig {
             grid,
