@@ -461,27 +461,33 @@ proptest! {
         let request = ReductionRequest { low_cost: low, system_received: r_s, margin: 0.05 };
         let gap = (high - low).abs();
         match plan_reduction(&model, &request, &candidates) {
-            Reduction::Move { ids, gap: (before, after) } => {
-                let moved: f64 = ids.iter().map(|&id| cost(candidates[id as usize].stats.totals())).sum();
+            Reduction::Move { ids, gap: (before, after), shed } => {
+                let costs: Vec<f64> = ids.iter().map(|&id| cost(candidates[id as usize].stats.totals())).collect();
+                let moved: f64 = costs.iter().sum();
                 let actual = ((high - moved) - (low + moved)).abs();
                 prop_assert!(close(before, gap) && close(after, actual) && actual <= gap);
+                prop_assert!(close(shed, moved), "{} vs {}", shed, moved);
+                // Every partition moved carries at least half of the ideal amount.
+                prop_assert!(costs.iter().all(|&c| c >= 0.5 * (high - low) / 2.0 - 1e-12), "{:?}", costs);
                 prop_assert!(ids.len() < candidates.len());
                 prop_assert!(ids.iter().all(|&id| candidates[id as usize].holders == 1), "a shared partition moved");
             }
-            Reduction::Split { id, line, move_second, gap: (before, after) } => {
+            Reduction::Split { id, line, move_second, gap: (before, after), shed } => {
                 let p = &candidates[id as usize];
                 let (first, second) = p.stats.split_totals(line.axis, line.after);
                 let (moving, staying) = if move_second { (second, first) } else { (first, second) };
                 let actual = ((high - cost(p.stats.totals()) + cost(staying)) - (low + cost(moving))).abs();
                 prop_assert!(close(before, gap) && close(after, actual) && actual <= gap, "{} vs {}", actual, gap);
+                prop_assert!(close(shed, cost(moving)), "{} vs {}", shed, cost(moving));
                 prop_assert_eq!(p.holders, 1, "a shared partition split");
             }
-            Reduction::Share { id, handed, gap: (before, after) } => {
+            Reduction::Share { id, handed, gap: (before, after), shed } => {
                 // Part of a one-cell partition's points goes to the partner; some stay.
                 let p = &candidates[id as usize];
                 let moved = handed * cost(p.stats.totals());
                 let actual = ((high - moved) - (low + moved)).abs();
                 prop_assert!(close(before, gap) && close(after, actual) && actual <= gap, "{} vs {}", actual, gap);
+                prop_assert!(close(shed, moved), "{} vs {}", shed, moved);
                 prop_assert!(p.rect.area() == 1 && handed > 0.0 && handed < 1.0, "{:?} {}", p, handed);
             }
             Reduction::Isolate { id, cuts } => {

@@ -18,8 +18,7 @@ use timely::dataflow::StreamVec;
 
 use crate::common::stash::TimeStash;
 
-use super::coordinator::{Coordinator, Orders, ReductionAsk, RoundReport};
-use super::index::PlanChange;
+use super::coordinator::{Coordinator, Orders, Proposal, ReductionAsk, RoundReport};
 use super::plan::PlanUpdate;
 
 /// What the deciding coordinator sends on.
@@ -38,7 +37,7 @@ enum Coordination {
 pub(crate) fn coordinate<'scope>(
     reports: StreamVec<'scope, u64, RoundReport>,
     coordinator: Coordinator,
-    mut propose: impl FnMut(&ReductionAsk) -> Vec<PlanChange> + 'static,
+    mut propose: impl FnMut(&ReductionAsk) -> Proposal + 'static,
     orders: Rc<RefCell<Orders>>,
 ) -> StreamVec<'scope, u64, PlanUpdate> {
     let workers = reports.scope().peers();
@@ -72,7 +71,7 @@ pub(crate) fn coordinate<'scope>(
             Coordination::Ask(worker, ask) => Some((worker, ask)),
             Coordination::Conclude => None,
         })
-        .unary::<CapacityContainerBuilder<Vec<(usize, Vec<PlanChange>)>>, _, _, _>(
+        .unary::<CapacityContainerBuilder<Vec<Proposal>>, _, _, _>(
             Exchange::new(|(worker, _): &(usize, ReductionAsk)| *worker as u64),
             "SwarmReduce",
             move |_, _| {
@@ -80,7 +79,7 @@ pub(crate) fn coordinate<'scope>(
                     input.for_each_stamp(|cap, batches| {
                         let mut session = output.session(&cap);
                         for (_, ask) in batches.flat_map(|batch| batch.drain(..)) {
-                            session.give((ask.rank, propose(&ask)));
+                            session.give(propose(&ask));
                         }
                     });
                 }
@@ -92,11 +91,11 @@ pub(crate) fn coordinate<'scope>(
         .binary_frontier::<_, CapacityContainerBuilder<Vec<(usize, PlanUpdate)>>, _, _, _, _>(
             proposals,
             Pipeline,
-            Exchange::new(|_: &(usize, Vec<PlanChange>)| 0),
+            Exchange::new(|_: &Proposal| 0),
             "SwarmConclude",
             move |_, _| {
                 let mut marks: TimeStash<u64, ()> = TimeStash::default();
-                let mut answers: BTreeMap<u64, Vec<(usize, Vec<PlanChange>)>> = BTreeMap::new();
+                let mut answers: BTreeMap<u64, Vec<Proposal>> = BTreeMap::new();
                 move |(marks_in, marks_frontier), (answers_in, answers_frontier), output| {
                     marks_in.for_each_stamp(|cap, _| {
                         marks.at(&cap);

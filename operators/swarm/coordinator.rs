@@ -34,7 +34,7 @@ pub(crate) struct RoundReport {
 }
 
 /// A request to a worker to shed load toward `low_worker`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ReductionAsk {
     /// The pair: 0 for the most loaded worker (asked toward the least
     /// loaded), 1 for the next (toward the next least loaded), ...
@@ -43,6 +43,34 @@ pub(crate) struct ReductionAsk {
     pub request: ReductionRequest,
     /// The worker to shed load toward.
     pub low_worker: usize,
+    /// Its partitions that an update not yet in force already gives away:
+    /// it proposes among the others.
+    pub leaving: Vec<PartitionId>,
+}
+
+/// An asked worker's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Proposal {
+    /// The pair's rank (see [`ReductionAsk::rank`]).
+    pub rank: usize,
+    /// The changes, to partitions the asked worker holds.
+    pub changes: Vec<PlanChange>,
+    /// The cost they hand to the pair's other worker, normalized as in the
+    /// request, as the asked worker's statistics measure it.
+    pub shed: f64,
+}
+
+/// Load that a concluded update moves between two workers from `effective`
+/// on: until a round that began there has been measured, the workers'
+/// reports do not show it, and the coordinator adds it to their costs.
+#[derive(Debug, Clone)]
+struct InFlight {
+    effective: u64,
+    from: usize,
+    to: usize,
+    /// In the units of [`WorkerLoad::work`].
+    work: f64,
+    partitions: Vec<PartitionId>,
 }
 
 /// How the plan evolves.
@@ -153,6 +181,13 @@ pub(crate) struct Coordinator {
     plan_lag: u64,
     last_round: Instant,
     pending_local: Vec<(usize, PlanChange)>,
+    /// The pairs asked at the last round end, by rank: (most loaded, least loaded).
+    asked: Vec<(usize, usize)>,
+    /// R(S) of the last round end.
+    received: f64,
+    /// Loads moving under updates concluded but not yet measured: at most
+    /// two rounds' worth.
+    in_flight: Vec<InFlight>,
     // The mean work per worker in the last round, sent with the update.
     mean_work: f64,
     forced: Option<PlanChange>,
@@ -180,6 +215,9 @@ impl Coordinator {
             plan_lag,
             last_round: Instant::now(),
             pending_local: Vec::new(),
+            asked: Vec::new(),
+            received: 0.0,
+            in_flight: Vec::new(),
             mean_work: 0.0,
             forced: None,
             orders: Orders::default(),
@@ -201,6 +239,10 @@ impl Coordinator {
     /// returns the reduction requests to send, by worker.
     pub(crate) fn round_end(&mut self, epoch: u64, mut reports: Vec<RoundReport>) -> Vec<(usize, ReductionAsk)> {
         reports.sort_by_key(|report| report.worker);
+        self.asked.clear();
+        // What held from the round's first epoch on is in its reports.
+        let round_start = (epoch + 1).saturating_sub(self.plan_lag);
+        self.in_flight.retain(|flight| flight.effective > round_start);
         if let Some(logger) = &self.logger {
             let mut loads = vec![WorkerLoad::default(); self.workers];
             for report in &reports {
@@ -233,7 +275,17 @@ impl Coordinator {
             }
             Policy::Adaptive(decision) => {
                 let received = system_received(&loads);
-                let costs: Vec<f64> = loads.iter().map(|load| normalized(load.work, received)).collect();
+                self.received = received;
+                // The plan as it will be: the load that concluded updates
+                // are moving, which this round's reports do not show yet,
+                // counted where it goes. Asking on the reports alone would
+                // shed (or send) the same load twice.
+                let mut work: Vec<f64> = loads.iter().map(|load| load.work).collect();
+                for flight in &self.in_flight {
+                    work[flight.from] = (work[flight.from] - flight.work).max(0.0);
+                    work[flight.to] += flight.work;
+                }
+                let costs: Vec<f64> = work.iter().map(|&work| normalized(work, received)).collect();
                 let verdict = decision.decide(&RoundSummary {
                     throughput: received / elapsed,
                     costs: &costs,
@@ -248,23 +300,30 @@ impl Coordinator {
                 // A pair closer than twice the margin is left alone: moving
                 // state for noise costs more than it balances.
                 let margin = self.margin;
-                (0..order.len() / 2)
-                    .map(|rank| (rank, order[rank], order[order.len() - 1 - rank]))
-                    .filter(|&(_, high, low)| costs[high] > costs[low] * (1.0 + 2.0 * margin))
-                    .map(|(rank, high, low)| {
-                        let request = ReductionRequest {
-                            low_cost: costs[low],
-                            system_received: received,
-                            margin,
-                        };
-                        (
-                            high,
-                            ReductionAsk {
-                                rank,
-                                request,
-                                low_worker: low,
+                self.asked = (0..order.len() / 2)
+                    .map(|rank| (order[rank], order[order.len() - 1 - rank]))
+                    .filter(|&(high, low)| costs[high] > costs[low] * (1.0 + 2.0 * margin))
+                    .collect();
+                let in_flight = &self.in_flight;
+                self.asked
+                    .iter()
+                    .enumerate()
+                    .map(|(rank, &(high, low))| {
+                        let ask = ReductionAsk {
+                            rank,
+                            request: ReductionRequest {
+                                low_cost: costs[low],
+                                system_received: received,
+                                margin,
                             },
-                        )
+                            low_worker: low,
+                            leaving: in_flight
+                                .iter()
+                                .filter(|flight| flight.from == high)
+                                .flat_map(|flight| flight.partitions.iter().copied())
+                                .collect(),
+                        };
+                        (high, ask)
                     })
                     .collect()
             }
@@ -279,17 +338,46 @@ impl Coordinator {
     /// that may lag the coordinator's). No change touches a partition an
     /// earlier one in the update touched, but shares after shares (see
     /// [`Touched`]).
-    pub(crate) fn conclude(&mut self, time: u64, mut proposals: Vec<(usize, Vec<PlanChange>)>) -> PlanUpdate {
-        proposals.sort_by_key(|(rank, _)| *rank);
-        let mut changes: Vec<PlanChange> = match self.forced.take() {
-            Some(change) => vec![change],
-            None => proposals.into_iter().flat_map(|(_, changes)| changes).collect(),
-        };
-        let busy: Vec<PartitionId> = changes.iter().flat_map(PlanChange::touched).collect();
+    pub(crate) fn conclude(&mut self, time: u64, mut proposals: Vec<Proposal>) -> PlanUpdate {
+        proposals.sort_by_key(|proposal| proposal.rank);
+        let effective = time + self.plan_lag + 1;
+        let busy: Vec<PartitionId> = proposals
+            .iter()
+            .flat_map(|proposal| proposal.changes.iter().flat_map(PlanChange::touched))
+            .collect();
         // Keep only what applies, in order, to the coordinator's plan; the
         // workers apply the same list to theirs.
         let mut touched = Touched::default();
-        changes.retain(|change| touched.admits(change) && self.index.apply(change).is_ok() && touched.add(change));
+        let mut admit = |index: &mut GlobalIndex, change: &PlanChange| {
+            touched.admits(change) && index.apply(change).is_ok() && touched.add(change)
+        };
+        let mut changes: Vec<PlanChange> = Vec::new();
+        if let Some(change) = self.forced.take() {
+            if admit(&mut self.index, &change) {
+                changes.push(change);
+            }
+        }
+        for proposal in proposals {
+            let offered = proposal.changes.len();
+            let applied: Vec<PlanChange> = proposal
+                .changes
+                .into_iter()
+                .filter(|change| admit(&mut self.index, change))
+                .collect();
+            if let (Some(&(from, to)), false) = (self.asked.get(proposal.rank), applied.is_empty()) {
+                // A proposal cut short hands over about its share of the figure.
+                let work = proposal.shed * self.received * applied.len() as f64 / offered as f64;
+                let partitions = applied.iter().flat_map(PlanChange::touched).collect();
+                self.in_flight.push(InFlight {
+                    effective,
+                    from,
+                    to,
+                    work,
+                    partitions,
+                });
+            }
+            changes.extend(applied);
+        }
         if !changes.is_empty() {
             self.orders.rebalanced += 1;
         }
@@ -300,7 +388,7 @@ impl Coordinator {
                 .touched()
                 .iter()
                 .all(|id| !busy.contains(id) && self.index.info(*id).is_some_and(|info| info.owner == worker));
-            if owned && touched.admits(&change) && self.index.apply(&change).is_ok() && touched.add(&change) {
+            if owned && admit(&mut self.index, &change) {
                 changes.push(change);
             }
         }
@@ -314,7 +402,6 @@ impl Coordinator {
             }
         }
         self.orders.rounds += 1;
-        let effective = time + self.plan_lag + 1;
         if let Some(logger) = &self.logger {
             for change in &changes {
                 logger.log(SwarmEvent::Change {
@@ -337,6 +424,49 @@ impl Coordinator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::swarm::geometry::{Grid, Rect};
+
+    fn report(worker: usize, work: f64) -> RoundReport {
+        RoundReport {
+            worker,
+            load: WorkerLoad { work, received: 100.0 },
+            local: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn load_an_update_is_moving_is_counted_where_it_goes_until_measured() {
+        let grid = Grid::new(Rect::new(0.0, 0.0, 4.0, 4.0).unwrap(), 4, 4).unwrap();
+        let (index, base) = GlobalIndex::blocks(grid, 2, 2).unwrap();
+        let mut coordinator = Coordinator::new(Policy::threshold(1.2), index.clone(), IdMint::new(base, 2, 3), 2, 2);
+        // Round 0 (epochs 0-1): worker 0 does 9x worker 1's work and is asked.
+        let asks = coordinator.round_end(1, vec![report(0, 900.0), report(1, 100.0)]);
+        assert_eq!(asks.len(), 1);
+        let (asked, ask) = &asks[0];
+        assert_eq!((*asked, ask.low_worker), (0, 1));
+        assert!(ask.leaving.is_empty());
+        let moving = *index.partitions().iter().find(|(_, info)| info.owner == 0).unwrap().0;
+        // It hands over 400 of its 900 (normalized by the 200 objects received).
+        let update = coordinator.conclude(
+            1,
+            vec![Proposal {
+                rank: 0,
+                changes: vec![PlanChange::Move { id: moving, to: 1 }],
+                shed: 400.0 / 200.0,
+            }],
+        );
+        assert_eq!(update.effective, 4);
+        // Round 1 (epochs 2-3) still ran on the old plan and shows the same
+        // loads; with the move counted the workers are even: nobody is asked.
+        assert!(coordinator
+            .round_end(3, vec![report(0, 900.0), report(1, 100.0)])
+            .is_empty());
+        // Round 2 (epochs 4-5) ran on the new plan: its reports are the truth.
+        // Had the move not helped, worker 0 is asked again, among the rest.
+        let asks = coordinator.round_end(5, vec![report(0, 900.0), report(1, 100.0)]);
+        assert_eq!(asks.len(), 1);
+        assert!(asks[0].1.leaving.is_empty(), "the move is in force and measured");
+    }
 
     #[test]
     fn an_update_touches_a_partition_once_but_for_shares_after_shares() {

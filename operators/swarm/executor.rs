@@ -15,7 +15,7 @@ use crate::common::busy_work::BusyWork;
 use crate::common::Error;
 
 use super::app::PartitionState;
-use super::coordinator::{ReductionAsk, RoundReport};
+use super::coordinator::{Proposal, ReductionAsk, RoundReport};
 use super::cost::CostModel;
 use super::dispatch::{Dispatched, DispatchedTo};
 use super::events::{SwarmEvent, SwarmEventBuilder};
@@ -208,8 +208,15 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
     }
 
     /// This worker's answer to a reduction request, by its own statistics.
-    pub(crate) fn propose(&mut self, ask: &ReductionAsk) -> Vec<PlanChange> {
-        self.store.propose_reduction(&self.model, &ask.request, ask.low_worker)
+    pub(crate) fn propose(&mut self, ask: &ReductionAsk) -> Proposal {
+        let (changes, shed) = self
+            .store
+            .propose_reduction(&self.model, &ask.request, ask.low_worker, &ask.leaving);
+        Proposal {
+            rank: ask.rank,
+            changes,
+            shed,
+        }
     }
 
     /// Applies the plan update that holds from `time + 1` at the end of

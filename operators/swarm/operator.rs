@@ -58,8 +58,8 @@ const MAX_ROUND: u64 = 1 << 32;
 pub enum InitialPlan {
     /// Fine: one cell per partition, or
     /// [`FINE_PER_WORKER`](super::FINE_PER_WORKER) blocks per worker on a
-    /// grid of more cells, dealt round-robin along a
-    /// serpentine walk (see [`GlobalIndex::fine`]): the first epochs are as
+    /// grid of more cells, dealt along diagonals so that neighbours belong
+    /// to different workers (see [`GlobalIndex::fine`]): the first epochs are as
     /// balanced as that plan, whatever the load, and SWARM moves, shares
     /// and merges from there.
     #[default]
@@ -67,9 +67,9 @@ pub enum InitialPlan {
     /// One partition per worker, by halving the largest partition: SWARM
     /// then cuts and moves for several rounds before it balances.
     OnePerWorker,
-    /// `k` cell-aligned blocks per worker, owned round-robin along a
-    /// serpentine walk so that neighbouring blocks mostly belong to
-    /// different workers (see [`GlobalIndex::blocks`]).
+    /// `k` cell-aligned blocks per worker, dealt along diagonals so that
+    /// neighbouring blocks belong to different workers (see
+    /// [`GlobalIndex::blocks`]).
     Blocks(usize),
 }
 

@@ -312,16 +312,19 @@ impl<S: PartitionState> Store<S> {
     }
 
     /// This worker's answer to a reduction request (Algorithm 3), as plan
-    /// changes moving load to `low_worker`.
+    /// changes moving load to `low_worker`, among the partitions that are
+    /// not `leaving`, and the cost they hand over.
     pub(crate) fn propose_reduction(
         &mut self,
         model: &dyn CostModel,
         request: &ReductionRequest,
         low_worker: usize,
-    ) -> Vec<PlanChange> {
+        leaving: &[PartitionId],
+    ) -> (Vec<PlanChange>, f64) {
         let candidates: Vec<Candidate<'_>> = self
             .partitions
             .iter()
+            .filter(|(id, _)| !leaving.contains(id))
             .map(|(&id, p)| Candidate {
                 id,
                 rect: p.rect,
@@ -331,12 +334,18 @@ impl<S: PartitionState> Store<S> {
             })
             .collect();
         match plan_reduction(model, request, &candidates) {
-            Reduction::Move { ids, .. } => ids
-                .into_iter()
-                .map(|id| PlanChange::Move { id, to: low_worker })
-                .collect(),
+            Reduction::Move { ids, shed, .. } => (
+                ids.into_iter()
+                    .map(|id| PlanChange::Move { id, to: low_worker })
+                    .collect(),
+                shed,
+            ),
             Reduction::Split {
-                id, line, move_second, ..
+                id,
+                line,
+                move_second,
+                shed,
+                ..
             } => {
                 let (first, second) = (self.mint.mint(), self.mint.mint());
                 let (first_owner, second_owner) = if move_second {
@@ -344,22 +353,26 @@ impl<S: PartitionState> Store<S> {
                 } else {
                     (low_worker, self.me)
                 };
-                vec![PlanChange::Split {
+                let split = PlanChange::Split {
                     id,
                     line,
                     first: (first, first_owner),
                     second: (second, second_owner),
-                }]
+                };
+                (vec![split], shed)
             }
-            Reduction::Share { id, handed, .. } => {
+            Reduction::Share { id, handed, shed, .. } => {
                 let mine = self.index.weight_of(id, self.me);
                 let weight = ((f64::from(mine) * handed).round() as u32).clamp(1, mine.saturating_sub(1).max(1));
-                vec![PlanChange::Share {
+                let share = PlanChange::Share {
                     id,
                     with: low_worker,
                     from: self.me,
                     weight,
-                }]
+                };
+                // The weight is whole: what it hands over, as rounded.
+                let rounded = f64::from(weight) / f64::from(mine.max(1));
+                (vec![share], if handed > 0.0 { shed * rounded / handed } else { 0.0 })
             }
             Reduction::Isolate { id, cuts } => {
                 let mut changes = Vec::new();
@@ -374,9 +387,9 @@ impl<S: PartitionState> Store<S> {
                     });
                     cut = if in_second { second } else { first };
                 }
-                changes
+                (changes, 0.0)
             }
-            Reduction::None { .. } => Vec::new(),
+            Reduction::None { .. } => (Vec::new(), 0.0),
         }
     }
 
