@@ -240,7 +240,8 @@ impl Coordinator {
     pub(crate) fn round_end(&mut self, epoch: u64, mut reports: Vec<RoundReport>) -> Vec<(usize, ReductionAsk)> {
         reports.sort_by_key(|report| report.worker);
         self.asked.clear();
-        // What held from the round's first epoch on is in its reports.
+        // What held from the round's first epoch on is in its reports (a
+        // round is `plan_lag` epochs).
         let round_start = (epoch + 1).saturating_sub(self.plan_lag);
         self.in_flight.retain(|flight| flight.effective > round_start);
         if let Some(logger) = &self.logger {
@@ -341,9 +342,11 @@ impl Coordinator {
     pub(crate) fn conclude(&mut self, time: u64, mut proposals: Vec<Proposal>) -> PlanUpdate {
         proposals.sort_by_key(|proposal| proposal.rank);
         let effective = time + self.plan_lag + 1;
-        let busy: Vec<PartitionId> = proposals
+        let forced = self.forced.take();
+        let busy: Vec<PartitionId> = forced
             .iter()
-            .flat_map(|proposal| proposal.changes.iter().flat_map(PlanChange::touched))
+            .chain(proposals.iter().flat_map(|proposal| &proposal.changes))
+            .flat_map(PlanChange::touched)
             .collect();
         // Keep only what applies, in order, to the coordinator's plan; the
         // workers apply the same list to theirs.
@@ -352,7 +355,7 @@ impl Coordinator {
             touched.admits(change) && index.apply(change).is_ok() && touched.add(change)
         };
         let mut changes: Vec<PlanChange> = Vec::new();
-        if let Some(change) = self.forced.take() {
+        if let Some(change) = forced {
             if admit(&mut self.index, &change) {
                 changes.push(change);
             }
