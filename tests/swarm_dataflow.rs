@@ -62,7 +62,7 @@ fn job<P, Q>(input: &Arc<SpatialInput<P, Q>>) -> SpatialJob<P, Q> {
         grid: grid(),
         input: Arc::clone(input),
         batch: 200,
-        round: 2,
+        round: Some(2),
         merge_every: 3,
         split_gain: Some(0.2),
         work_per_check: Duration::ZERO,

@@ -81,7 +81,7 @@ where
         grid,
         input,
         batch: schedule.batch,
-        round: schedule.round,
+        round: Some(schedule.round),
         merge_every: schedule.merge_every,
         split_gain: Some(0.2),
         work_per_check: Duration::ZERO,

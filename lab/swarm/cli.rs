@@ -72,9 +72,9 @@ pub struct SpatialArgs {
     /// at any scale).
     #[arg(long)]
     pub batch: Option<u64>,
-    /// Epochs per load-balancing round.
-    #[arg(long, default_value_t = 2)]
-    pub round: u64,
+    /// Epochs per load-balancing round (default: 2, and 1 from 16 workers).
+    #[arg(long)]
+    pub round: Option<u64>,
     /// Merge adjacent partitions every this many rounds.
     #[arg(long, default_value_t = 10)]
     pub merge_every: u64,

@@ -161,8 +161,9 @@ pub struct SpatialJob<P = (), Q = ()> {
     pub input: Arc<SpatialInput<P, Q>>,
     /// Lines per epoch.
     pub batch: u64,
-    /// Epochs per load-balancing round.
-    pub round: u64,
+    /// Epochs per load-balancing round (`None`: SWARM's default for the
+    /// number of workers, see `SwarmConfig::round_for`).
+    pub round: Option<u64>,
     /// Merge adjacent partitions every this many rounds.
     pub merge_every: u64,
     /// SWARM's split gain (see `SwarmConfig::split_gain`).
@@ -347,7 +348,7 @@ impl SpatialJob {
 
 impl<P: Clone + 'static, Q: Clone + 'static> SpatialJob<P, Q> {
     /// `input` on `grid` with the spatial example's defaults: 1 000 lines
-    /// per epoch, rounds of 2 epochs, merges every 10 rounds, a split gain
+    /// per epoch, SWARM's default rounds, merges every 10 rounds, a split gain
     /// of 0.2, no busy work, SWARM deciding by threshold 1.2, 4 epochs in
     /// flight, no progress lines.
     pub fn new(grid: Grid, input: Arc<SpatialInput<P, Q>>) -> Self {
@@ -355,7 +356,7 @@ impl<P: Clone + 'static, Q: Clone + 'static> SpatialJob<P, Q> {
             grid,
             input,
             batch: 1000,
-            round: 2,
+            round: None,
             merge_every: 10,
             split_gain: Some(0.2),
             work_per_check: Duration::ZERO,
@@ -552,7 +553,12 @@ fn assemble<P, Q>(job: &SpatialJob<P, Q>, processes: usize, figures: Vec<WorkerF
     let (epoch_total, epoch_max) = epochs
         .iter()
         .fold((0, 0), |(t, m), &(_, total, max)| (t + total, m + max));
-    let settled = STEADY_FROM_ROUND * job.round;
+    let round = SwarmConfig {
+        round: job.round,
+        ..SwarmConfig::new(job.grid.clone())
+    }
+    .round_for(figures.len());
+    let settled = STEADY_FROM_ROUND * round;
     let settled_ratios: Vec<f64> = per_epoch
         .iter()
         .filter(|&&(epoch, _)| epoch >= settled)
