@@ -1,5 +1,5 @@
 //! Counting a skewed differential collection, as a user's program would:
-//! differential's own `count()`, `pkg_count()`, and each worker consolidating
+//! differential's own `count()`, `skew_count()`, and each worker consolidating
 //! its own updates before `count()` (`consolidate_stream().count()`), side by
 //! side.
 //!
@@ -21,7 +21,7 @@ use clap::Parser;
 use differential_dataflow::input::Input;
 use differential_dataflow::VecCollection;
 use equipoise::common::hash::{key_hash, splitmix64};
-use equipoise::pkg::PkgCountCollection;
+use equipoise::skew::SkewReduce;
 use equipoise_lab::common::keys::{KeySampler, KeySpec};
 use equipoise_lab::common::median::spread;
 use timely::dataflow::operators::Probe;
@@ -51,17 +51,17 @@ struct Args {
 #[derive(Clone, Copy, Debug)]
 enum Counter {
     Count,
-    PkgCount,
+    SkewCount,
     ConsolidateCount,
 }
 
 impl Counter {
-    const ALL: [Counter; 3] = [Counter::Count, Counter::PkgCount, Counter::ConsolidateCount];
+    const ALL: [Counter; 3] = [Counter::Count, Counter::SkewCount, Counter::ConsolidateCount];
 
     fn name(self) -> &'static str {
         match self {
             Counter::Count => "count()",
-            Counter::PkgCount => "pkg_count()",
+            Counter::SkewCount => "skew_count()",
             Counter::ConsolidateCount => "consolidate_stream().count()",
         }
     }
@@ -69,7 +69,7 @@ impl Counter {
     fn apply<'s>(self, keys: VecCollection<'s, u64, u64, isize>) -> VecCollection<'s, u64, (u64, isize), isize> {
         match self {
             Counter::Count => keys.count(),
-            Counter::PkgCount => keys.pkg_count(),
+            Counter::SkewCount => keys.skew_count(),
             Counter::ConsolidateCount => keys.consolidate_stream().count(),
         }
     }
@@ -127,7 +127,7 @@ fn main() {
         "differential count: {} epochs x {} inserts, {} rounds; seconds median [min, max]",
         args.epochs, args.inserts, args.rounds
     );
-    println!("| keys | hottest key | workers | count() | pkg_count() | consolidate_stream().count() | pkg_count / count | consolidate / count |");
+    println!("| keys | hottest key | workers | count() | skew_count() | consolidate_stream().count() | skew_count / count | consolidate / count |");
     println!("|---|---|---|---|---|---|---|---|");
     for spec in &args.keys {
         let sampler = Arc::new(KeySampler::new(spec, 1));

@@ -48,7 +48,7 @@ use clap::Parser;
 use differential_dataflow::input::Input;
 use differential_dataflow::{Hashable, VecCollection};
 use equipoise::common::hash::{key_hash, splitmix64};
-use equipoise::pkg::{SkewEvent, SkewEventBuilder, SkewJoin, SkewMinMax, SkewReduce, SKEW_LOG_NAME};
+use equipoise::skew::{SkewEvent, SkewEventBuilder, SkewJoin, SkewMinMax, SkewReduce, SKEW_LOG_NAME};
 use equipoise_lab::common::cpu::thread_cpu_seconds;
 use equipoise_lab::common::keys::{KeySampler, KeySpec};
 use equipoise_lab::common::latency::LatencySummary;

@@ -35,10 +35,8 @@ use clap::Parser;
 use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::VecCollection;
 use equipoise::common::hash::splitmix64;
-use equipoise::pkg::{
-    key_hash, PkgCountCollection, PkgEvent, Scheme, SkewEvent, SkewJoin, SkewMinMax, SkewReduce, LOG_NAME,
-    SKEW_LOG_NAME,
-};
+use equipoise::pkg::{key_hash, PkgCountCollection, PkgEvent, Scheme, LOG_NAME};
+use equipoise::skew::{SkewEvent, SkewJoin, SkewMinMax, SkewReduce, SKEW_LOG_NAME};
 use equipoise_lab::common::cluster::ClusterArgs;
 use equipoise_lab::common::driver::{run_gathered, OpenEpochs};
 use equipoise_lab::common::keys::{KeySampler, KeySpec};

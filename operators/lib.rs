@@ -8,10 +8,10 @@
 //!   two workers, choosing the less loaded by a load estimate each sender keeps
 //!   locally, with key grouping, shuffle and PoTC baselines; two-phase
 //!   aggregation operators (`pkg_aggregate`, `pkg_count_running`, `top_k`) that merge
-//!   the split partial results exactly; for differential collections, a
-//!   join, counts, distincts and least and greatest values whose hot keys
-//!   are split over workers (`skew_join`, `skew_count`, `skew_distinct`,
-//!   `skew_min`, `skew_max`).
+//!   the split partial results exactly.
+//! - [`skew`]: skew-proof differential operators, with the output of the
+//!   operator each replaces and their hot keys split over workers:
+//!   `skew_join`, `skew_count`, `skew_distinct`, `skew_min`, `skew_max`.
 //! - [`swarm`]: SWARM. `records.swarm::<App>(&config, policy)` routes points
 //!   and continuous queries to spatial partitions owned by workers, runs the
 //!   application per partition and returns its results as a stream; a
@@ -22,8 +22,8 @@
 //!   against the coarse algorithm.
 //! - [`common`]: deterministic hashing, the library's error, busy work.
 //!
-//! Features: `differential` (on by default) adds the skew-proof
-//! differential operators; `clap` derives `clap::ValueEnum` for the enums a
+//! Features: `differential` (on by default) adds [`skew`] and
+//! `pkg::PkgCountCollection`; `clap` derives `clap::ValueEnum` for the enums a
 //! command line picks from (`Scheme`, `Actuation`, `Prediction`).
 //!
 //! ```
@@ -47,6 +47,8 @@
 pub mod common;
 pub mod pkg;
 pub mod shed;
+#[cfg(feature = "differential")]
+pub mod skew;
 pub mod swarm;
 
 /// The README's examples, compiled and run as doctests.

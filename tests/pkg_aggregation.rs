@@ -1,5 +1,5 @@
 //! Two-phase aggregation against independent references: `pkg_count_running` and
-//! `top_k` against a HashMap count, the differential `pkg_count` against
+//! `top_k` against a HashMap count, the differential `pkg_count_with` against
 //! differential's own `count()`, at 1, 2, 3 and 4 workers.
 
 use std::collections::HashMap;
@@ -9,6 +9,7 @@ use differential_dataflow::input::InputSession;
 use equipoise::common::hash::key_hash;
 use equipoise::pkg::top_of;
 use equipoise::pkg::{Aggregate, PartialKeyGrouping, PkgCount, PkgCountCollection, Scheme, TopK};
+use equipoise::skew::SkewReduce;
 use proptest::prelude::*;
 use timely::dataflow::operators::vec::Input;
 use timely::dataflow::operators::{Inspect, Probe};
@@ -160,7 +161,7 @@ fn pkg_aggregate_is_exact_per_time() {
     }
 }
 
-/// Differences between `pkg_count` (or `pkg_count_with` by `scheme`) and
+/// Differences between `skew_count` (or `pkg_count_with` by `scheme`) and
 /// `count` (should be none), and how many updates `count` produced (so the
 /// comparison is not vacuous).
 fn differential_mismatch(workers: usize, scheme: Option<Scheme>, updates: Vec<(u8, u64, isize)>) -> (usize, usize) {
@@ -179,7 +180,7 @@ fn differential_mismatch(workers: usize, scheme: Option<Scheme>, updates: Vec<(u
                 .count()
                 .inspect(move |_| *produced.lock().unwrap() += 1);
             let counts = match scheme {
-                None => collection.pkg_count(),
+                None => collection.skew_count(),
                 Some(scheme) => collection.pkg_count_with(scheme, |key: &u8| key_hash(key)),
             };
             let (probe, _) = counts

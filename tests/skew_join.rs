@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use differential_dataflow::input::InputSession;
 use differential_dataflow::VecCollection;
-use equipoise::pkg::{Skew, SkewEvent, SkewEventBuilder, SkewJoin, SKEW_LOG_NAME};
+use equipoise::skew::{Skew, SkewEvent, SkewEventBuilder, SkewJoin, SKEW_LOG_NAME};
 use proptest::prelude::*;
 
 mod support;

@@ -1,4 +1,4 @@
-//! `skew_count`, `skew_distinct` and `pkg_count` against differential's own
+//! `skew_count`, `skew_distinct` against differential's own
 //! `count` and `distinct`, and `skew_min` and `skew_max` against
 //! differential's `reduce` to the least and greatest value: skewed
 //! collections with insertions and retractions over several times, hot
@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use differential_dataflow::input::InputSession;
 use differential_dataflow::{Hashable, VecCollection};
-use equipoise::pkg::{PkgCountCollection, Skew, SkewEvent, SkewEventBuilder, SkewMinMax, SkewReduce, SKEW_LOG_NAME};
+use equipoise::skew::{Skew, SkewEvent, SkewEventBuilder, SkewMinMax, SkewReduce, SKEW_LOG_NAME};
 use proptest::prelude::*;
 
 mod support;
@@ -90,18 +90,12 @@ where
     }
 }
 
-/// `skew_count`, `pkg_count` and `skew_distinct` against `count` and
+/// `skew_count` and `skew_distinct` against `count` and
 /// `distinct`.
 fn mismatches(workers: usize, updates: Updates) -> Found {
     check(workers, updates, |keys, found| {
         let counted = keys.clone().count().inspect(move |_| found.lock().unwrap().1 += 1);
-        let counts = keys
-            .clone()
-            .skew_count()
-            .negate()
-            .concat(counted.clone())
-            .concat(keys.clone().pkg_count().negate())
-            .concat(counted);
+        let counts = keys.clone().skew_count().negate().concat(counted);
         let distinct = keys.clone().skew_distinct().negate().concat(keys.distinct());
         counts
             .map(|(key, count)| (0u8, key, count as i64))

@@ -9,32 +9,15 @@ use timely::progress::Timestamp;
 
 use super::grouping::Grouping;
 use super::pact::Grouped;
-use super::skew_combine::combine_hot;
 
 /// Counting a collection with each key's updates spread over several
-/// workers (two under PKG) before they are counted.
+/// workers (two under PKG) before they are counted, for comparing
+/// groupings (the skew-proof count is
+/// [`skew_count`](crate::skew::SkewReduce::skew_count)).
 pub trait PkgCountCollection<'scope, T: Timestamp, K, R> {
-    /// The same collection as differential's `count()`: each key with its
-    /// accumulated multiplicity, retractions included, at every time.
-    ///
-    /// The same operator as [`skew_count`](super::SkewReduce::skew_count):
-    /// each worker sums its own updates of the keys it sees often before
-    /// they are exchanged, so a hot key's updates are split over every
-    /// worker they arise on and merged exactly where the key is counted.
-    ///
-    /// ```
-    /// use differential_dataflow::input::Input;
-    /// use equipoise::pkg::PkgCountCollection;
-    ///
-    /// timely::example(|scope| {
-    ///     let (_input, words) = scope.new_collection_from(vec!["a", "b", "a"].into_iter().map(String::from));
-    ///     words.clone().pkg_count().assert_eq(words.count());
-    /// });
-    /// ```
-    fn pkg_count(self) -> VecCollection<'scope, T, (K, R), isize>;
-
-    /// [`pkg_count`](Self::pkg_count)'s output, with updates first routed
-    /// by `grouping` (e.g. [`Pkg`](super::Pkg),
+    /// The same collection as differential's `count()` (each key with its
+    /// accumulated multiplicity, retractions included, at every time), with
+    /// updates first routed by `grouping` (e.g. [`Pkg`](super::Pkg),
     /// [`HeadAware::d_choices()`](super::HeadAware::d_choices), a
     /// [`Scheme`](super::Scheme)) on the fingerprint `key` gives each key
     /// (a well-mixed 64-bit hash, as the pacts take it), consolidated on the
@@ -63,10 +46,6 @@ where
     K: ExchangeData + Hashable + std::hash::Hash,
     R: ExchangeData + Semigroup,
 {
-    fn pkg_count(self) -> VecCollection<'scope, T, (K, R), isize> {
-        combine_hot(self).count()
-    }
-
     fn pkg_count_with<G, F>(self, grouping: G, key: F) -> VecCollection<'scope, T, (K, R), isize>
     where
         G: Grouping + 'static,

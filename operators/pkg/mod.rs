@@ -14,32 +14,14 @@ mod grouping;
 mod head_aware;
 mod head_index;
 mod head_shape;
-#[cfg(feature = "differential")]
-mod hot_keys;
 mod key;
-#[cfg(feature = "differential")]
-mod key_filter;
 mod pact;
 mod partial_key;
 mod potc;
 mod ranking;
 mod scheme;
 mod shuffle;
-#[cfg(feature = "differential")]
-mod skew_combine;
-#[cfg(feature = "differential")]
-mod skew_events;
-#[cfg(feature = "differential")]
-mod skew_extremes;
-#[cfg(feature = "differential")]
-mod skew_join;
-#[cfg(feature = "differential")]
-mod skew_reduce;
-#[cfg(feature = "differential")]
-mod skew_route;
 mod space_saving;
-#[cfg(feature = "differential")]
-mod strides;
 mod top_k;
 
 pub use aggregate::{Aggregate, AggregationKey, MergePartials, PkgCount};
@@ -50,8 +32,6 @@ pub use events::{PkgEvent, PkgEventBuilder, DEFAULT_LOG_PERIOD, LOG_NAME};
 pub use grouping::{Grouping, HeadKey, Router, SendCounts};
 pub use head_aware::{HeadAware, HeadAwareRouter, HeadSpread, DEFAULT_SAMPLING, DEFAULT_SKETCH};
 pub use head_shape::{head_choices, HeadShape};
-#[cfg(feature = "differential")]
-pub use hot_keys::Skew;
 pub use key::{Key, KeyRouter};
 pub use pact::{
     Grouped, GroupedPusher, HeadAwareGrouping, KeyGrouping, PartialKeyGrouping, PotcGrouping, SchemeGrouping,
@@ -62,14 +42,6 @@ pub use potc::{Potc, PotcRouter};
 pub use ranking::top_of;
 pub use scheme::{Scheme, SchemeRouter, SlackScheme};
 pub use shuffle::{Shuffle, ShuffleRouter};
-#[cfg(feature = "differential")]
-pub use skew_events::{SkewEvent, SkewEventBuilder, SKEW_LOG_NAME};
-#[cfg(feature = "differential")]
-pub use skew_extremes::SkewMinMax;
-#[cfg(feature = "differential")]
-pub use skew_join::{Joined, SkewJoin};
-#[cfg(feature = "differential")]
-pub use skew_reduce::SkewReduce;
 pub use space_saving::{Counter, SpaceSaving};
 pub use top_k::TopK;
 

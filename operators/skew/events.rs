@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use timely::container::CapacityContainerBuilder;
+use timely::logging_core::Logger;
 
 /// The name the skew-proof operators log under.
 pub const SKEW_LOG_NAME: &str = "equipoise/skew";
@@ -50,4 +51,41 @@ pub enum SkewEvent {
         /// The keys' hashes, as differential's exchange routes them.
         keys: Vec<u64>,
     },
+}
+
+/// The updates one worker sent to each worker since it last logged them,
+/// counted only while someone listens (otherwise empty: a branch per
+/// update).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Sent(Vec<u64>);
+
+impl Sent {
+    /// Counts over `peers` workers if `listening`.
+    pub(crate) fn new(peers: usize, listening: bool) -> Self {
+        Sent(vec![0; if listening { peers } else { 0 }])
+    }
+
+    /// One more update sent to `worker`.
+    #[inline]
+    pub(crate) fn to(&mut self, worker: usize) {
+        if let Some(sent) = self.0.get_mut(worker) {
+            *sent += 1;
+        }
+    }
+
+    /// Adds the counts since the last call to `total` (one per worker),
+    /// and starts again from zero.
+    pub(crate) fn take_into(&mut self, total: &mut [u64]) {
+        for (total, sent) in total.iter_mut().zip(self.0.iter_mut()) {
+            *total += std::mem::take(sent);
+        }
+    }
+}
+
+/// Logs `sent` (updates per worker) as [`SkewEvent::Routed`] by `worker`,
+/// if any update was sent.
+pub(crate) fn log_sent(logger: &Logger<SkewEventBuilder>, worker: usize, sent: Vec<u64>) {
+    if sent.iter().any(|&count| count > 0) {
+        logger.log(SkewEvent::Routed { worker, sent });
+    }
 }

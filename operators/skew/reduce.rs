@@ -5,7 +5,7 @@ use differential_dataflow::lattice::Lattice;
 use differential_dataflow::{ExchangeData, Hashable, VecCollection};
 use timely::progress::Timestamp;
 
-use super::skew_combine::combine_hot;
+use super::combine::combine_hot;
 
 /// Reducing collections whose keys are skewed, with no key's work on one
 /// worker.
@@ -22,7 +22,7 @@ pub trait SkewReduce<'scope, T: Timestamp, K, R> {
     ///
     /// ```
     /// use differential_dataflow::input::Input;
-    /// use equipoise::pkg::SkewReduce;
+    /// use equipoise::skew::SkewReduce;
     ///
     /// timely::example(|scope| {
     ///     // Key 0 takes half the updates.

@@ -3,23 +3,20 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use differential_dataflow::difference::{Abelian, Multiply, Present, Semigroup};
+use differential_dataflow::difference::{Abelian, Multiply, Semigroup};
 use differential_dataflow::lattice::Lattice;
-use differential_dataflow::operators::arrange::arrangement::arrange_core;
-use differential_dataflow::operators::arrange::TraceAgent;
-use differential_dataflow::trace::implementations::{ValBatcher, ValSpine};
 use differential_dataflow::{ExchangeData, Hashable, VecCollection};
-use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
-use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::Map;
 use timely::dataflow::operators::{Concat, Exchange as ExchangeRecords};
 use timely::dataflow::StreamVec;
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
 
-use super::hot_keys::Skew;
-use super::skew_route::{hot_keys, key_route, route, Routes, SharedRoutes, SideHotKey};
+use super::arrange::{arrange_routed, mark_hot, Arranged};
+use super::hot_keys::{hot_keys, SideHotKey};
+use super::route::{key_route, route, Routes, SharedRoutes};
+use super::settings::Skew;
 
 /// What a join of `(K, V)` and `(K, V2)` records produces.
 pub type Joined<'scope, T, K, V, V2, R, R2> = VecCollection<'scope, T, (K, (V, V2)), <R as Multiply<R2>>::Output>;
@@ -42,7 +39,7 @@ pub trait SkewJoin<'scope, T: Timestamp, K, V, R> {
     ///
     /// ```
     /// use differential_dataflow::input::Input;
-    /// use equipoise::pkg::SkewJoin;
+    /// use equipoise::skew::SkewJoin;
     ///
     /// timely::example(|scope| {
     ///     // A fact stream where key 0 is hot, and a table of one row per key.
@@ -91,7 +88,7 @@ pub trait SkewJoin<'scope, T: Timestamp, K, V, R> {
     ///
     /// ```
     /// use differential_dataflow::input::Input;
-    /// use equipoise::pkg::SkewJoin;
+    /// use equipoise::skew::SkewJoin;
     ///
     /// timely::example(|scope| {
     ///     let facts = scope.new_collection_from((0..1000u64).map(|i| (if i % 2 == 0 { 0 } else { i % 10 }, i))).1;
@@ -166,34 +163,11 @@ where
         // Each side's updates to their key's worker, or, for a key split on
         // that side, to one of the key's workers.
         let (routes, their_routes) = (Routes::shared(&scope), Routes::shared(&scope));
-        let mine = arrange_core::<_, _, ValBatcher<K, V, T, R>, ValSpine<K, V, T, R>>(
-            self.inner,
-            route(&routes),
-            "SkewJoinArrange",
-            ValBatcher::new,
-        );
-        let theirs = arrange_core::<_, _, ValBatcher<K, V2, T, R2>, ValSpine<K, V2, T, R2>>(
-            other.inner,
-            route(&their_routes),
-            "SkewJoinArrangeOther",
-            ValBatcher::new,
-        );
-        // Past a time, both sides' updates of it are routed and counted.
-        let progress = mine
-            .stream
-            .clone()
-            .map(|_| ())
-            .concat(theirs.stream.clone().map(|_| ()));
-        let hot = hot_keys(progress, &[Rc::clone(&routes), Rc::clone(&their_routes)], skew);
-        // A key split on one side meets the other side's updates on its
-        // owner (where they stay) and on its other workers (copies).
-        let copied_theirs = copies(hot.clone(), 0, theirs.clone(), &their_routes);
-        let copied_mine = copies(hot, 1, mine.clone(), &routes);
-        let (both, split_mine, split_theirs) = (logic.clone(), logic.clone(), logic);
-        mine.clone()
-            .join_core(theirs.clone(), move |key, val, val2| Some(both(key, val, val2)))
-            .concat(mine.join_core(copied_theirs, move |key, val, val2| Some(split_mine(key, val, val2))))
-            .concat(copied_mine.join_core(theirs, move |key, val, val2| Some(split_theirs(key, val, val2))))
+        let mine = arrange_routed(self.inner, route(&routes), "SkewJoinArrange");
+        let theirs = arrange_routed(other.inner, route(&their_routes), "SkewJoinArrangeOther");
+        join_routed((mine, routes), (theirs, their_routes), skew, move |key, val, val2| {
+            Some(logic(key, val, val2))
+        })
     }
 
     fn skew_semijoin<R2>(
@@ -218,15 +192,52 @@ where
     }
 }
 
-/// An arrangement of `(K, V)` updates, as the skew-proof join keeps them.
-type Arranged<'scope, K, V, T, R> =
-    differential_dataflow::operators::arrange::Arranged<'scope, TraceAgent<ValSpine<K, V, T, R>>>;
+/// Updates arranged by key where their routes sent them, with the routes.
+type Routed<'scope, K, V, T, R> = (Arranged<'scope, K, V, T, R>, SharedRoutes<K, T>);
+
+/// The core of the skew-proof joins, over both sides arranged where their
+/// routes sent them: finds the hot keys from both sides' counts, copies
+/// the other side's updates of each to the key's workers, and yields
+/// `logic` of every pair of records with equal keys (differential's
+/// `join_core` on each of the three meetings).
+fn join_routed<'scope, T, K, V, V2, R, R2, I, L>(
+    (mine, routes): Routed<'scope, K, V, T, R>,
+    (theirs, their_routes): Routed<'scope, K, V2, T, R2>,
+    skew: Skew,
+    logic: L,
+) -> VecCollection<'scope, T, I::Item, <R as Multiply<R2>>::Output>
+where
+    T: Timestamp + Lattice + TotalOrder + Ord,
+    K: ExchangeData + Hashable + std::hash::Hash,
+    V: ExchangeData,
+    V2: ExchangeData,
+    R: ExchangeData + Semigroup + Multiply<R2, Output: Semigroup + 'static>,
+    R2: ExchangeData + Semigroup,
+    I: IntoIterator<Item: differential_dataflow::Data>,
+    L: FnMut(&K, &V, &V2) -> I + Clone + 'static,
+{
+    // Past a time, both sides' updates of it are routed and counted.
+    let progress = mine
+        .stream
+        .clone()
+        .map(|_| ())
+        .concat(theirs.stream.clone().map(|_| ()));
+    let hot = hot_keys(progress, &[Rc::clone(&routes), Rc::clone(&their_routes)], skew);
+    // A key split on one side meets the other side's updates on its
+    // owner (where they stay) and on its other workers (copies).
+    let copied_theirs = copies(hot.clone(), 0, theirs.clone(), &their_routes);
+    let copied_mine = copies(hot, 1, mine.clone(), &routes);
+    mine.clone()
+        .join_core(theirs.clone(), logic.clone())
+        .concat(mine.join_core(copied_theirs, logic.clone()))
+        .concat(copied_mine.join_core(theirs, logic))
+}
 
 /// Copies of `source`'s updates (arranged where their keys' owners hold
 /// every update of a key not split on their side) of the keys split on
 /// `side` by `hot`: on each of a key's workers but its owner, from the time
-/// the key was dealt there (`Present`: never retracted, as a hot key stays
-/// hot), arranged there. `routes` counts them as sent, for the log.
+/// the key was dealt there (never retracted, as a hot key stays hot),
+/// arranged there. `routes` counts them as sent, for the log.
 fn copies<'scope, T, K, V, R>(
     hot: StreamVec<'scope, T, SideHotKey<K>>,
     side: usize,
@@ -240,43 +251,20 @@ where
     R: ExchangeData + Semigroup,
 {
     let (me, peers) = (hot.scope().index(), hot.scope().peers() as u64);
-    let deals = hot.unary::<CapacityContainerBuilder<Vec<((K, usize), T, Present)>>, _, _, _>(
-        Pipeline,
-        "SkewJoinHot",
-        move |_, _| {
-            // The workers each of this worker's hot keys is copied to so far.
-            let mut sent: HashMap<K, Vec<usize>> = HashMap::new();
-            let mut last: Option<T> = None;
-            move |input, output| {
-                input.for_each_stamp(|cap, batches| {
-                    let Some(time) = cap.least().cloned() else { return };
-                    // A copy stamped later than a deal it serves would
-                    // miss updates: the deals must come in time order.
-                    debug_assert!(last.as_ref().is_none_or(|last| last.less_equal(&time)));
-                    last = Some(time.clone());
-                    let mut session = output.session(&cap);
-                    for (dealt, (key, shares)) in batches.flat_map(|batch| batch.drain(..)) {
-                        if dealt != side || key_route(&key) % peers != me as u64 {
-                            continue;
-                        }
-                        let sent = sent.entry(key.clone()).or_insert_with(|| vec![me]);
-                        for (worker, _) in shares {
-                            if !sent.contains(&worker) {
-                                sent.push(worker);
-                                session.give(((key.clone(), worker), time.clone(), Present));
-                            }
-                        }
-                    }
-                });
+    // The workers each of this worker's hot keys is copied to so far.
+    let mut sent: HashMap<K, Vec<usize>> = HashMap::new();
+    let deals = mark_hot(hot, "SkewJoinHot", move |_, dealt, key, shares, out| {
+        if dealt != side || key_route(&key) % peers != me as u64 {
+            return;
+        }
+        let sent = sent.entry(key.clone()).or_insert_with(|| vec![me]);
+        for (worker, _) in shares {
+            if !sent.contains(&worker) {
+                sent.push(worker);
+                out.push((key.clone(), worker));
             }
-        },
-    );
-    let deals = arrange_core::<_, _, ValBatcher<K, usize, T, Present>, ValSpine<K, usize, T, Present>>(
-        deals,
-        Pipeline,
-        "SkewJoinCopies",
-        ValBatcher::new,
-    );
+        }
+    });
     let routes = Rc::clone(routes);
     let copied = deals
         .join_core(source, |key, &worker, val| Some((worker, (key.clone(), val.clone()))))
@@ -286,10 +274,5 @@ where
             *worker as u64
         })
         .map(|((_, record), time, diff)| (record, time, diff));
-    arrange_core::<_, _, ValBatcher<K, V, T, R>, ValSpine<K, V, T, R>>(
-        copied,
-        Pipeline,
-        "SkewJoinCopied",
-        ValBatcher::new,
-    )
+    arrange_routed(copied, Pipeline, "SkewJoinCopied")
 }

@@ -5,6 +5,8 @@
 
 use crate::common::hash::splitmix64;
 
+use super::key_index::ByHash;
+
 /// One update in this many is counted, on average; counts are scaled up by
 /// it.
 pub(crate) const SAMPLE: u64 = 16;
@@ -39,6 +41,30 @@ impl Strides {
         self.state ^= self.state << 17;
         self.countdown = self.state % (2 * SAMPLE - 1);
         true
+    }
+}
+
+/// Sampled counts per key, by its route hash, each scaled by
+/// [`SAMPLE`].
+#[derive(Debug)]
+pub(crate) struct KeyCounts<K>(ByHash<(K, u64)>);
+
+impl<K> Default for KeyCounts<K> {
+    fn default() -> Self {
+        KeyCounts(ByHash::default())
+    }
+}
+
+impl<K: Clone> KeyCounts<K> {
+    /// One more sample of `key` (of route hash `route`).
+    #[inline]
+    pub(crate) fn add(&mut self, key: &K, route: u64) {
+        self.0.entry(route).or_insert_with(|| (key.clone(), 0)).1 += SAMPLE;
+    }
+
+    /// Each key counted, with its route hash and its count.
+    pub(crate) fn drain(&mut self) -> impl Iterator<Item = (u64, K, u64)> + '_ {
+        self.0.drain().map(|(route, (key, count))| (route, key, count))
     }
 }
 

@@ -7,106 +7,7 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 
-use crate::common::hash::splitmix64;
-use crate::common::Error;
-
-/// How a skew-proof operator finds hot keys and splits them.
-///
-/// A key is hot once its updates, decayed over the last few times, reach
-/// `hot_share` of a worker's mean share (and at least
-/// [`min_updates`](Skew::with_min_updates)) while its owner carries more
-/// than the mean load by over [`tolerance`](Skew::with_tolerance); it is then dealt over at most
-/// as many workers as would keep each part under that share (at least 2),
-/// the least loaded, each taking what brings it up to a common level (so
-/// a key may stay on one worker, the least loaded, where that is best). At
-/// most [`max_hot`](Skew::with_max_hot) keys are ever hot: each costs
-/// copies of the other side's updates for its key on its extra workers,
-/// and once the limit is reached no other key is split.
-///
-/// ```
-/// use equipoise::pkg::Skew;
-///
-/// let skew = Skew::default().with_hot_share(0.25)?.with_tolerance(0.1)?.with_max_hot(256)?;
-/// assert!(Skew::default().with_tolerance(-0.1).is_err());
-/// assert!(Skew::default().with_tolerance(f64::NAN).is_err());
-/// assert!(Skew::default().with_hot_share(0.0).is_err());
-/// # let _ = skew;
-/// # Ok::<(), equipoise::common::Error>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Skew {
-    hot_share: f64,
-    tolerance: f64,
-    min_updates: u64,
-    max_hot: usize,
-}
-
-impl Default for Skew {
-    fn default() -> Self {
-        Skew {
-            hot_share: 0.1,
-            tolerance: 0.05,
-            min_updates: 64,
-            max_hot: 4096,
-        }
-    }
-}
-
-impl Skew {
-    /// A key is hot once it carries this share of a worker's mean load, in
-    /// (0, 1] (default 0.1: a key with a tenth of a worker's work is
-    /// dealt).
-    pub fn with_hot_share(self, hot_share: f64) -> Result<Self, Error> {
-        if !(hot_share > 0.0 && hot_share <= 1.0) {
-            return Err(Error::invalid(
-                "skew hot share",
-                format!("{hot_share}: must be a share of a worker's load in (0, 1]"),
-            ));
-        }
-        Ok(Skew { hot_share, ..self })
-    }
-
-    /// The imbalance tolerated: a new hot key is split only while its
-    /// owner carries more than (1 + `tolerance`) × the mean load (default
-    /// 0.05), as the decayed counts tell it, with the keys already split
-    /// dealt by their shares; each side of a join by its own load. A key
-    /// on a worker within it stays whole, as splitting it would cost
-    /// (copies of the other side, a second level of reduction) more than
-    /// it evens out. At 0 a key is split whenever its owner is over the
-    /// mean; at infinity no new key is split. A key already split is dealt
-    /// anew as its load doubles whatever the tolerance. At least 0.
-    pub fn with_tolerance(self, tolerance: f64) -> Result<Self, Error> {
-        if tolerance.is_nan() || tolerance < 0.0 {
-            return Err(Error::invalid(
-                "skew tolerance",
-                format!("{tolerance}: must be a share of the mean load, at least 0"),
-            ));
-        }
-        Ok(Skew { tolerance, ..self })
-    }
-
-    /// A key is hot only once its decayed count of updates reaches this
-    /// (default 64), so that a few updates in a quiet time split nothing.
-    pub fn with_min_updates(self, min_updates: u64) -> Result<Self, Error> {
-        Ok(Skew { min_updates, ..self })
-    }
-
-    /// At most this many keys are ever hot (on each side of a join), at
-    /// least 1 (default 4096).
-    pub fn with_max_hot(self, max_hot: usize) -> Result<Self, Error> {
-        if max_hot == 0 {
-            return Err(Error::invalid("skew max hot keys", "0: must be at least 1"));
-        }
-        Ok(Skew { max_hot, ..self })
-    }
-
-    /// Whether a sender reports a key it counted `count` times out of
-    /// `total` at one time to the worker deciding: a key at the hot share
-    /// on every sender passes at half of it.
-    pub(crate) fn reports(&self, count: u64, total: u64, peers: usize) -> bool {
-        count as f64 * 2.0 * peers as f64 >= self.hot_share * total as f64
-    }
-}
+use super::settings::Skew;
 
 /// A hot key's workers, each with the share of the key's updates it takes
 /// (the shares sum to 1).
@@ -335,55 +236,6 @@ fn fill(load: &[f64], count: f64, parts: usize) -> Shares {
         .collect()
 }
 
-/// A deal's shares as bounds on a record's hash, for routing: a record
-/// goes to each worker with the probability of its share, every update of
-/// the record to the same one. (Integer bounds: no float work per record.)
-#[derive(Debug)]
-pub(crate) struct Picker {
-    /// Each worker but the last, with the cumulative share of the hashes
-    /// up to and including it.
-    bounds: Vec<(u64, usize)>,
-    /// The last worker: it takes the rest, whatever the shares' rounding.
-    last: usize,
-}
-
-impl Picker {
-    /// The picker of `shares` (a deal's: not empty).
-    pub(crate) fn new(shares: &[(usize, f64)]) -> Self {
-        debug_assert!(!shares.is_empty(), "a deal names at least one worker");
-        let (last, others) = shares
-            .split_last()
-            .map_or((0, &[][..]), |(&(last, _), others)| (last, others));
-        let mut cumulative = 0.0;
-        let bounds = others
-            .iter()
-            .map(|&(worker, share)| {
-                cumulative += share;
-                // `as` saturates: a cumulative share of 1 or more leaves the rest none.
-                ((cumulative * u64::MAX as f64) as u64, worker)
-            })
-            .collect();
-        Picker { bounds, last }
-    }
-
-    /// The worker a record of hash `record`, of a key of route hash
-    /// `route`, goes to: the two mixed, so that where one key's records go
-    /// does not follow from where another's do. Every place that routes a
-    /// hot key's record, or finds it again, asks this.
-    #[inline]
-    pub(crate) fn pick_record(&self, record: u64, route: u64) -> usize {
-        self.pick(splitmix64(record ^ route))
-    }
-
-    /// The worker a record of (mixed) hash `hash` goes to.
-    #[inline]
-    fn pick(&self, hash: u64) -> usize {
-        // Counted rather than searched: no branch on the hash to mispredict.
-        let below = self.bounds.iter().filter(|&&(bound, _)| bound <= hash).count();
-        self.bounds.get(below).map_or(self.last, |&(_, worker)| worker)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -541,22 +393,5 @@ mod tests {
         // Infinity: nothing new is split.
         let mut hot = HotKeys::new(2, Skew::default().with_tolerance(f64::INFINITY).unwrap());
         assert!(hot.end_time([("a", 5_000)], &[9_000, 1_000], owner(2)).is_empty());
-    }
-
-    #[test]
-    fn records_go_to_workers_by_their_shares() {
-        let picker = Picker::new(&[(3, 0.25), (1, 0.75)]);
-        let mut counts = [0u32; 4];
-        for r in 0..40_000u64 {
-            counts[picker.pick(splitmix64(r))] += 1;
-        }
-        assert_eq!((counts[0], counts[2]), (0, 0));
-        assert!((9_500..10_500).contains(&counts[3]), "{counts:?}");
-        // The same record, the same worker; the extreme hashes too.
-        assert_eq!(picker.pick(splitmix64(7)), picker.pick(splitmix64(7)));
-        assert_eq!((picker.pick(0), picker.pick(u64::MAX)), (3, 1));
-        // Shares that round short of 1 still place every hash.
-        let picker = Picker::new(&[(0, 0.3), (2, 0.3), (1, 0.3999999)]);
-        assert_eq!(picker.pick(u64::MAX), 1);
     }
 }

@@ -7,9 +7,6 @@
 //! its share of the stream. Each worker decides alone which keys to combine, from
 //! its own sampled counts: nothing to agree on, nothing to wait for.
 
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
-
 use differential_dataflow::consolidation::consolidate_updates;
 use differential_dataflow::difference::Semigroup;
 use differential_dataflow::{AsCollection, ExchangeData, Hashable, VecCollection};
@@ -17,59 +14,49 @@ use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;
 use timely::progress::Timestamp;
 
-use crate::common::hash::FingerprintHasher;
-
-use super::key_filter::KeyFilter;
-use super::skew_events::{SkewEvent, SkewEventBuilder, SKEW_LOG_NAME};
-use super::skew_route::key_route;
-use super::strides::Strides;
+use super::events::{log_sent, Sent, SkewEvent, SkewEventBuilder, SKEW_LOG_NAME};
+use super::key_index::{ByHash, KeyIndex};
+use super::route::key_route;
+use super::sample::{KeyCounts, Strides, SAMPLE};
 
 /// Samples per decision: a worker decides anew which keys it combines
-/// after about this many × [`SAMPLE`](super::strides::SAMPLE) updates.
-/// The first windows are shorter, doubling from [`FIRST_WINDOW`], so that
-/// the hottest keys are combined within a thousand updates of the start.
-const WINDOW: u32 = 4096;
+/// after about this many × [`SAMPLE`] updates. The first windows are
+/// shorter, doubling from [`FIRST_WINDOW`], so that the hottest keys are
+/// combined within a thousand updates of the start.
+const WINDOW: u64 = 4096;
 
-const FIRST_WINDOW: u32 = 64;
+const FIRST_WINDOW: u64 = 64;
 
 /// A key is combined from the next window on once it had at least 2 samples
 /// and 1/this of them in one (about 1/2048 of the worker's updates: it then
 /// recurs often within each delivery of a time, and the keys above it
 /// carry most of a skewed stream).
-const MIN_SHARE: u32 = 2048;
-
-/// Bits of the filter of the combined keys (at most 2048 of them: about
-/// one cold key in 16 looks further then).
-const FILTER_BITS: u64 = 1 << 15;
+const MIN_SHARE: u64 = 2048;
 
 /// The (record, time) pairs of one key searched for an equal one before
 /// another is added.
 const SCAN: usize = 8;
 
-type ByHash<V> = HashMap<u64, V, BuildHasherDefault<FingerprintHasher>>;
-
 /// The keys one worker combines, and the samples it decides the next ones
 /// from.
 #[derive(Debug)]
 pub(crate) struct HotSet<D> {
-    /// The keys combined now, by their route hash.
-    keys: ByHash<Vec<D>>,
-    filter: KeyFilter,
+    /// The keys combined now.
+    keys: KeyIndex<D, ()>,
     strides: Strides,
     /// Samples of the current window, per key.
-    counts: ByHash<(D, u32)>,
-    samples: u32,
+    counts: KeyCounts<D>,
+    samples: u64,
     /// The current window's length in samples.
-    window: u32,
+    window: u64,
 }
 
 impl<D: Eq + Clone> HotSet<D> {
     pub(crate) fn new(seed: u64) -> Self {
         HotSet {
-            keys: ByHash::default(),
-            filter: KeyFilter::new(FILTER_BITS),
+            keys: KeyIndex::default(),
             strides: Strides::new(seed),
-            counts: ByHash::default(),
+            counts: KeyCounts::default(),
             samples: 0,
             window: FIRST_WINDOW,
         }
@@ -82,42 +69,33 @@ impl<D: Eq + Clone> HotSet<D> {
     pub(crate) fn observe(&mut self, route: u64, key: &D) -> (bool, bool) {
         let mut changed = false;
         if self.strides.next() {
-            self.counts.entry(route).or_insert_with(|| (key.clone(), 0)).1 += 1;
+            self.counts.add(key, route);
             self.samples += 1;
             if self.samples == self.window {
                 changed = self.decide();
             }
         }
-        let hot = self.filter.may_contain(route) && self.keys.get(&route).is_some_and(|keys| keys.contains(key));
-        (hot, changed)
+        (self.keys.get(key, route).is_some(), changed)
     }
 
     /// Ends a window: the keys with at least 2 samples and 1/[`MIN_SHARE`]
     /// of them are combined from now on. Whether the keys changed.
     fn decide(&mut self) -> bool {
-        let least = (self.window / MIN_SHARE).max(2);
-        let mut keys: ByHash<Vec<D>> = ByHash::default();
-        for (route, (key, count)) in self.counts.drain() {
-            if count >= least {
-                keys.entry(route).or_default().push(key);
-            }
-        }
+        let least = (self.window / MIN_SHARE).max(2) * SAMPLE;
+        let keys: Vec<(u64, D, ())> = self
+            .counts
+            .drain()
+            .filter(|&(_, _, count)| count >= least)
+            .map(|(route, key, _)| (route, key, ()))
+            .collect();
         self.samples = 0;
         self.window = (2 * self.window).min(WINDOW);
-        let changed = keys != self.keys;
-        if changed {
-            self.filter.clear();
-            keys.keys().for_each(|&route| self.filter.insert(route));
-            self.keys = keys;
-        }
-        changed
+        self.keys.replace(keys)
     }
 
     /// The route hashes of the keys combined now.
     pub(crate) fn routes(&self) -> Vec<u64> {
-        let mut routes: Vec<u64> = self.keys.keys().copied().collect();
-        routes.sort_unstable();
-        routes
+        self.keys.routes()
     }
 }
 
@@ -139,8 +117,7 @@ where
             let mut hot = HotSet::new(me as u64);
             // One delivery's combined updates, by route hash.
             let mut combined: ByHash<Vec<(D, T, R)>> = ByHash::default();
-            // Updates sent to each worker since last logged (empty when nobody listens).
-            let mut sent = vec![0u64; if logger.is_some() { peers as usize } else { 0 }];
+            let mut sent = Sent::new(peers as usize, logger.is_some());
             move |input, output| {
                 input.for_each_stamp(|cap, batches| {
                     let mut session = output.session(&cap);
@@ -164,9 +141,7 @@ where
                                 None => held.push((data, time, diff)),
                             }
                         } else {
-                            if let Some(sent) = sent.get_mut((route % peers) as usize) {
-                                *sent += 1;
-                            }
+                            sent.to((route % peers) as usize);
                             session.give((data, time, diff));
                         }
                     }
@@ -175,18 +150,15 @@ where
                             consolidate_updates(&mut held);
                         }
                         for update in held.into_iter().filter(|(_, _, diff)| !diff.is_zero()) {
-                            if let Some(sent) = sent.get_mut((route % peers) as usize) {
-                                *sent += 1;
-                            }
+                            sent.to((route % peers) as usize);
                             session.give(update);
                         }
                     }
                 });
                 if let Some(logger) = &logger {
-                    if sent.iter().any(|&count| count > 0) {
-                        let sent = std::mem::replace(&mut sent, vec![0; peers as usize]);
-                        logger.log(SkewEvent::Routed { worker: me, sent });
-                    }
+                    let mut total = vec![0; peers as usize];
+                    sent.take_into(&mut total);
+                    log_sent(logger, me, total);
                 }
             }
         })
@@ -197,7 +169,6 @@ where
 mod tests {
     use super::*;
     use crate::common::hash::splitmix64;
-    use crate::pkg::strides::SAMPLE;
 
     #[test]
     fn the_keys_that_recur_are_combined_and_the_rest_are_not() {
@@ -209,7 +180,7 @@ mod tests {
             10 => 1,
             _ => 1_000 + i,
         };
-        let updates = 3 * WINDOW as u64 * SAMPLE;
+        let updates = 3 * WINDOW * SAMPLE;
         let mut combined = [0u64; 3];
         for i in 0..updates {
             let k = key(i);
@@ -228,7 +199,7 @@ mod tests {
     #[test]
     fn a_key_that_cools_is_no_longer_combined() {
         let mut hot = HotSet::new(2);
-        let rounds = WINDOW as u64 * SAMPLE;
+        let rounds = WINDOW * SAMPLE;
         for i in 0..2 * rounds {
             hot.observe(splitmix64(i % 10), &(i % 10));
         }

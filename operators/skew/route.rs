@@ -1,0 +1,211 @@
+//! Where each update of a skew-proof operator goes. Each worker routes its
+//! updates by the hot keys it knows: a cold key's to the worker
+//! differential's exchange would send it to (the key's owner), a hot key's
+//! to one of its workers by a hash of the whole record (so that, within one
+//! deal, a retraction meets its insertion and arrangements compact). As it
+//! routes, it counts about one update in [`SAMPLE`] by key and time, for
+//! [`hot_keys`](super::hot_keys::hot_keys) to decide from.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use differential_dataflow::{ExchangeData, Hashable};
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::Scope;
+use timely::order::TotalOrder;
+use timely::progress::Timestamp;
+
+use super::decision::Shares;
+use super::events::{Sent, SkewEventBuilder, SKEW_LOG_NAME};
+use super::key_index::KeyIndex;
+use super::picker::Picker;
+use super::sample::{KeyCounts, Strides, SAMPLE};
+
+/// A key turned hot, or dealt anew, from the time it is sent at: its key
+/// and the workers its updates go to from then on, with their shares.
+pub(crate) type HotKey<K> = (K, Shares);
+
+/// The hash timely's exchange routes a key by in differential's
+/// arrangements.
+pub(crate) fn key_route<K: Hashable>(key: &K) -> u64 {
+    key.hashed().into()
+}
+
+/// One time's sampled counts on one worker: per key, and per owner.
+pub(crate) type Sampled<K> = (KeyCounts<K>, Vec<u64>);
+
+/// Which of a hot key's deals routes its updates.
+#[derive(Debug, Clone, Copy)]
+enum Deal {
+    /// The latest decided at or before the update's time: a join's sides
+    /// follow the key's load, as the other side's copies are on every
+    /// worker the key was ever dealt to.
+    Latest,
+    /// The first: every update of a record goes to one worker, whatever
+    /// later deals say, so that a reduction's retraction meets its
+    /// insertion.
+    First,
+}
+
+/// What a worker routes by and what it has counted, shared by the pact
+/// (which routes and counts), the operator that reports the counts and the
+/// one that learns the hot keys.
+pub(crate) struct Routes<K, T> {
+    /// Each hot key's deals, in time order, with the time each holds from.
+    hot: KeyIndex<K, Vec<(T, Picker)>>,
+    peers: u64,
+    /// Which updates are counted (a key at the hot share still has
+    /// hundreds of samples per time at thousands of updates per worker).
+    strides: Strides,
+    /// Sampled counts of the times not yet reported.
+    counted: BTreeMap<T, Sampled<K>>,
+    /// What was sent where, for the log.
+    sent: Sent,
+}
+
+/// The routes of one worker, shared.
+pub(crate) type SharedRoutes<K, T> = Rc<RefCell<Routes<K, T>>>;
+
+impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
+    /// Routes with no key hot, for a worker of `scope` (counting what it
+    /// sends where if anyone listens to the log).
+    pub(crate) fn shared<'scope>(scope: &Scope<'scope, T>) -> SharedRoutes<K, T> {
+        let peers = scope.peers();
+        let logging = scope.worker().logger_for::<SkewEventBuilder>(SKEW_LOG_NAME).is_some();
+        Rc::new(RefCell::new(Routes {
+            hot: KeyIndex::default(),
+            peers: peers as u64,
+            strides: Strides::new(scope.index() as u64),
+            counted: BTreeMap::new(),
+            sent: Sent::new(peers, logging),
+        }))
+    }
+
+    /// Routes `key`'s updates by `shares` from `time` on.
+    /// Idempotent: a deal learned twice (by two operators that see the
+    /// decisions) is kept once.
+    pub(crate) fn learn(&mut self, time: T, (key, shares): HotKey<K>) {
+        let route = key_route(&key);
+        let deals = self.hot.get_or_insert_with(key, route, Vec::new);
+        if deals.last().is_none_or(|(since, _)| *since != time) {
+            deals.push((time, Picker::new(&shares)));
+        }
+    }
+
+    /// The picker of `key`'s `deal` that holds at `time` (any time, for
+    /// `None`), if the key is hot then.
+    #[inline]
+    fn picker(&self, key: &K, route: u64, time: Option<&T>, deal: Deal) -> Option<&Picker> {
+        let deals = self.hot.get(key, route)?;
+        let holds = |since: &T| time.is_none_or(|time| since.less_equal(time));
+        match deal {
+            Deal::Latest => deals.iter().rev().find(|(since, _)| holds(since)),
+            Deal::First => deals.first().filter(|(since, _)| holds(since)),
+        }
+        .map(|(_, picker)| picker)
+    }
+
+    /// The worker an update of `key` at `time` goes to by its `deal`, if
+    /// the key is hot then (`record` hashes the rest of the update), after
+    /// counting the update; `None` for a cold key, which goes to its owner.
+    #[inline]
+    fn route(&mut self, key: &K, time: &T, record: impl FnOnce() -> u64, deal: Deal) -> Option<usize> {
+        let route = key_route(key);
+        let worker = self
+            .picker(key, route, Some(time), deal)
+            .map(|picker| picker.pick_record(record(), route));
+        self.count(key, route, time);
+        self.sent.to(worker.unwrap_or((route % self.peers) as usize));
+        worker
+    }
+
+    /// Counts about one update in [`SAMPLE`] of `key` at `time`.
+    #[inline]
+    fn count(&mut self, key: &K, route: u64, time: &T) {
+        if self.strides.next() {
+            let peers = self.peers as usize;
+            let (keys, owned) = self
+                .counted
+                .entry(time.clone())
+                .or_insert_with(|| (KeyCounts::default(), vec![0; peers]));
+            keys.add(key, route);
+            owned[(route % self.peers) as usize] += SAMPLE;
+        }
+    }
+
+    /// Where an update of `key` at `time` goes, as timely's exchange reads
+    /// it (the worker is the value modulo the peers): a cold key's route is
+    /// differential's; a hot key's updates go to its workers by the latest
+    /// deal's shares (they hold the other side's copies from the deal on).
+    #[inline]
+    fn target(&mut self, key: &K, time: &T, record: impl FnOnce() -> u64) -> u64 {
+        self.route(key, time, record, Deal::Latest)
+            .map_or_else(|| key_route(key), |worker| worker as u64)
+    }
+
+    /// Where an update of `key` at `time` goes if its key is hot then: to
+    /// one of the workers of the key's first deal, by `record`
+    /// ([`first_part`](Self::first_part)). `None` for a cold key, which
+    /// goes to its owner.
+    #[inline]
+    pub(crate) fn split(&mut self, key: &K, time: &T, record: impl FnOnce() -> u64) -> Option<usize> {
+        self.route(key, time, record, Deal::First)
+    }
+
+    /// The worker a record of the hot `key` is reduced on first: by its
+    /// first deal's shares and `record`, the hash of the rest of it.
+    pub(crate) fn first_part(&self, key: &K, record: u64) -> usize {
+        let route = key_route(key);
+        let picker = self
+            .picker(key, route, None, Deal::First)
+            .expect("a hot key's deal is learned before any of its records is routed to a part");
+        picker.pick_record(record, route)
+    }
+
+    /// One more update sent to `worker`, for the log.
+    #[inline]
+    pub(crate) fn sent_to(&mut self, worker: usize) {
+        self.sent.to(worker);
+    }
+
+    /// Adds what was sent since the last call to `total`, per worker.
+    pub(crate) fn take_sent(&mut self, total: &mut [u64]) {
+        self.sent.take_into(total);
+    }
+
+    /// The sampled counts of the times `done` says are complete (each
+    /// with its time), in time order.
+    pub(crate) fn take_counted(&mut self, done: impl Fn(&T) -> bool) -> Vec<(T, Sampled<K>)> {
+        let mut taken = Vec::new();
+        while let Some(entry) = self.counted.first_entry() {
+            if !done(entry.key()) {
+                break;
+            }
+            taken.push(entry.remove_entry());
+        }
+        taken
+    }
+}
+
+/// The pact that sends each update to the worker the hot keys name at its
+/// time, as far as this worker has learned them, or else where
+/// differential's exchange would; it counts the updates for
+/// [`hot_keys`](super::hot_keys::hot_keys). Learning a hot key late is
+/// safe: an update routed as before goes to a worker that holds the other
+/// side's records for its key all the same.
+#[allow(clippy::type_complexity)]
+pub(crate) fn route<K, V, T, R>(
+    routes: &SharedRoutes<K, T>,
+) -> Exchange<((K, V), T, R), impl FnMut(&((K, V), T, R)) -> u64 + 'static>
+where
+    T: Timestamp + TotalOrder,
+    K: ExchangeData + Hashable,
+    V: ExchangeData + Hashable,
+    R: ExchangeData,
+{
+    let routes = Rc::clone(routes);
+    Exchange::new(move |((key, val), time, _): &((K, V), T, R)| {
+        routes.borrow_mut().target(key, time, || val.hashed().into())
+    })
+}
