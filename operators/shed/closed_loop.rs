@@ -20,9 +20,6 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use timely::container::CapacityContainerBuilder;
-use timely::dataflow::channels::pact::Pipeline;
-use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::Capability;
 use timely::dataflow::{ProbeHandle, StreamVec};
 use timely::order::TotalOrder;
@@ -33,10 +30,10 @@ use crate::common::keep_recent;
 use super::actuator::{drop_fraction, Actuation, RateTracker};
 use super::controller::Controller;
 use super::deadline::Deadline;
-use super::drops::Drops;
+use super::drops::{Chooser, Drops};
 use super::events::LoopKind;
 use super::figures::{LoopFigures, LoopPeriod};
-use super::loop_core::{completed, Ledger, LoopCore};
+use super::loop_core::{completion, loop_operator, Act, Decision, Ledger, LoopCore, Passed};
 use super::settings::{Clock, LoopSettings};
 use super::sharing::{own_part, Combined};
 
@@ -187,90 +184,113 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ShedLoop<'scope, T, 
         output: &ProbeHandle<T>,
         drops: Drops<D>,
     ) -> (StreamVec<'scope, T, D>, LoopHandle<T>) {
-        let scope = self.scope();
-        let figures = Rc::new(RefCell::new(LoopFigures::default()));
         let ledger = Ledger::shared();
-        let handle = {
-            let (ledger, output) = (Rc::clone(&ledger), output.clone());
-            LoopHandle {
-                figures: Rc::clone(&figures),
-                completed: Rc::new(move || completed(&ledger, &output)),
-                overloaded: Rc::new(Cell::new(true)),
-                // The target the loop runs with (see `LoopSettings`).
-                target: settings.sanitized().target,
-                clock: settings.clock.clone(),
-            }
+        let handle = LoopHandle {
+            figures: Rc::new(RefCell::new(LoopFigures::default())),
+            completed: completion(&ledger, output),
+            overloaded: Rc::new(Cell::new(true)),
+            // The target the loop runs with (see `LoopSettings`).
+            target: settings.sanitized().target,
+            clock: settings.clock.clone(),
         };
-        let overloaded = handle.overloaded_flag();
-        let (settings, output) = (settings.clone(), output.clone());
-        let mut chooser = drops.chooser(scope.index());
-        let stream =
-            self.unary_frontier::<CapacityContainerBuilder<Vec<D>>, _, _, _>(Pipeline, "ShedLoop", move |_, info| {
-                let mut core = LoopCore::new(LoopKind::Shed, scope, &info, &settings, controller, &output, ledger);
-                let mut arrivals: Vec<(Capability<T>, Vec<D>)> = Vec::new();
-                let actuation = core.controller().actuation();
-                let mut tracker = RateTracker::new(ARRIVAL_WINDOW_MS);
-                let mut fraction = 0.0;
-                // The share of the arrivals the last decision drops; none
-                // decided yet: a throttle yielding to this loop waits for
-                // the first period's measurements.
-                let mut decided = None;
-                move |(input, frontier), session| {
-                    let now = Instant::now();
-                    core.wake(now);
-                    // All of this activation's arrivals first: the held
-                    // rate's arrival estimate must see them as one interval.
-                    input.for_each_stamp(|cap, batches| {
-                        if let Some(cap) = cap.retain_least(0) {
-                            arrivals.extend(batches.map(|batch| (cap.clone(), std::mem::take(batch))));
-                        }
-                    });
-                    if !arrivals.is_empty() && actuation == Actuation::Rate {
-                        let count = arrivals.iter().map(|(_, batch)| batch.len()).sum::<usize>();
-                        fraction = tracker.observe(count as f64, core.since_observed(now));
-                    }
-                    let shed = if core.keeping_up() { 0.0 } else { fraction };
-                    let mut figures_now = figures.borrow_mut();
-                    for (cap, mut batch) in arrivals.drain(..) {
-                        let arrived = batch.len() as u64;
-                        let dropped = chooser.drop_share(&mut batch, shed) as u64;
-                        figures_now.arrived += arrived;
-                        figures_now.dropped += dropped;
-                        core.admit(cap.time(), now, arrived, arrived - dropped);
-                        session.session(&cap).give_container(&mut batch);
-                    }
-                    let late = figures_now.late;
-                    drop(figures_now);
-                    for decision in core.conclude(now, late, frontier.is_empty()) {
-                        let Combined { sample, own, .. } = decision.combined;
-                        // A rate that is not a number (a user's controller)
-                        // keeps the last decision, as over a stall.
-                        match (decision.admitted.filter(|admitted| !admitted.is_nan()), actuation) {
-                            // This worker's part of the rate: the same
-                            // fraction of its arrivals as every worker drops.
-                            (Some(admitted), Actuation::Rate) => {
-                                tracker.set_admitted(own_part(admitted, &own, &sample));
-                                decided = Some(drop_fraction(admitted, sample.arrival_rate));
-                            }
-                            (Some(admitted), Actuation::Fraction) => {
-                                fraction = drop_fraction(admitted, sample.arrival_rate);
-                                decided = Some(fraction);
-                            }
-                            (None, _) => {}
-                        }
-                        let period = LoopPeriod {
-                            end: decision.end,
-                            sample,
-                            controlled_delay_ms: decision.controlled_delay_ms,
-                            drop_fraction: drop_fraction(sample.admitted_rate, sample.arrival_rate),
-                        };
-                        keep_recent(&mut figures.borrow_mut().periods, period, settings.history);
-                    }
-                    // Once overloaded, until what it let in has drained.
-                    let dropping = decided.is_none_or(|decided| decided > 0.0 && !core.keeping_up());
-                    overloaded.set(dropping || core.overloaded() || overloaded.get() && core.delayed());
-                }
-            });
+        let (figures, overloaded) = (Rc::clone(&handle.figures), handle.overloaded_flag());
+        let (chooser, history) = (drops.chooser(self.scope().index()), settings.history);
+        let stream = loop_operator(
+            self,
+            LoopKind::Shed,
+            settings,
+            controller,
+            output,
+            ledger,
+            move |core| Shedding {
+                actuation: core.controller().actuation(),
+                tracker: RateTracker::new(ARRIVAL_WINDOW_MS),
+                fraction: 0.0,
+                decided: None,
+                chooser,
+                figures,
+                overloaded,
+                history,
+            },
+        );
         (stream, handle)
+    }
+}
+
+/// A shedding loop's way of acting: it drops a share of the arrivals.
+struct Shedding<D> {
+    actuation: Actuation,
+    /// The arrival rate, for a held rate's share to drop.
+    tracker: RateTracker,
+    /// The share of the arrivals to drop while the loop holds anything back.
+    fraction: f64,
+    /// The share of the arrivals the last decision drops; none decided
+    /// yet: a throttle yielding to this loop waits for the first period's
+    /// measurements.
+    decided: Option<f64>,
+    chooser: Chooser<D>,
+    figures: Rc<RefCell<LoopFigures>>,
+    /// See [`LoopHandle::overloaded`].
+    overloaded: Rc<Cell<bool>>,
+    /// Periods kept in the figures.
+    history: usize,
+}
+
+impl<T: Timestamp + TotalOrder, D: 'static, C: Controller> Act<T, D, C> for Shedding<D> {
+    fn pass(
+        &mut self,
+        core: &mut LoopCore<T, C>,
+        now: Instant,
+        arrivals: &mut Vec<(Capability<T>, Vec<D>)>,
+        output: &mut Passed<'_, T, D>,
+    ) -> u64 {
+        if !arrivals.is_empty() && self.actuation == Actuation::Rate {
+            let count = arrivals.iter().map(|(_, batch)| batch.len()).sum::<usize>();
+            self.fraction = self.tracker.observe(count as f64, core.since_observed(now));
+        }
+        let shed = if core.keeping_up() { 0.0 } else { self.fraction };
+        let mut figures = self.figures.borrow_mut();
+        for (cap, mut batch) in arrivals.drain(..) {
+            let arrived = batch.len() as u64;
+            let dropped = self.chooser.drop_share(&mut batch, shed) as u64;
+            figures.arrived += arrived;
+            figures.dropped += dropped;
+            core.admit(cap.time(), now, arrived, arrived - dropped);
+            output.session(&cap).give_container(&mut batch);
+        }
+        figures.late
+    }
+
+    fn decide(&mut self, decision: Decision) {
+        let Combined { sample, own, .. } = decision.combined;
+        // A rate that is not a number (a user's controller) keeps the last
+        // decision, as over a stall.
+        match (decision.admitted.filter(|admitted| !admitted.is_nan()), self.actuation) {
+            // This worker's part of the rate: the same fraction of its
+            // arrivals as every worker drops.
+            (Some(admitted), Actuation::Rate) => {
+                self.tracker.set_admitted(own_part(admitted, &own, &sample));
+                self.decided = Some(drop_fraction(admitted, sample.arrival_rate));
+            }
+            (Some(admitted), Actuation::Fraction) => {
+                self.fraction = drop_fraction(admitted, sample.arrival_rate);
+                self.decided = Some(self.fraction);
+            }
+            (None, _) => {}
+        }
+        let period = LoopPeriod {
+            end: decision.end,
+            sample,
+            controlled_delay_ms: decision.controlled_delay_ms,
+            drop_fraction: drop_fraction(sample.admitted_rate, sample.arrival_rate),
+        };
+        keep_recent(&mut self.figures.borrow_mut().periods, period, self.history);
+    }
+
+    fn settle(&mut self, core: &LoopCore<T, C>, _now: Instant) {
+        // Once overloaded, until what it let in has drained.
+        let dropping = self.decided.is_none_or(|decided| decided > 0.0 && !core.keeping_up());
+        let overloaded = &self.overloaded;
+        overloaded.set(dropping || core.overloaded() || overloaded.get() && core.delayed());
     }
 }

@@ -11,8 +11,11 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use timely::communication::{Pull, Push};
-use timely::dataflow::operators::generic::OperatorInfo;
-use timely::dataflow::{ProbeHandle, Scope};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::generic::{Operator, OperatorInfo, OutputBuilderSession};
+use timely::dataflow::operators::Capability;
+use timely::dataflow::{ProbeHandle, Scope, StreamVec};
 use timely::logging_core::Logger;
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
@@ -83,6 +86,91 @@ pub(crate) fn completed<T: Timestamp + TotalOrder>(ledger: &RefCell<Ledger<T>>, 
     let mut ledger = ledger.borrow_mut();
     ledger.settle(least.as_ref());
     ledger.processed
+}
+
+/// [`completed`] for a loop's handle: it counts whenever the program asks,
+/// also once the loop's input has ended and timely has retired the loop.
+pub(crate) fn completion<T: Timestamp + TotalOrder>(
+    ledger: &Rc<RefCell<Ledger<T>>>,
+    output: &ProbeHandle<T>,
+) -> Rc<dyn Fn() -> u64> {
+    let (ledger, output) = (Rc::clone(ledger), output.clone());
+    Rc::new(move || completed(&ledger, &output))
+}
+
+/// Where a loop passes on the records it lets in.
+pub(crate) type Passed<'a, T, D> = OutputBuilderSession<'a, T, CapacityContainerBuilder<Vec<D>>>;
+
+/// What a loop does with its arrivals and its controller's decisions: the
+/// part of its operator that a shedder (which drops records) and a throttle
+/// (which slows the source) do differently. [`loop_operator`] is the rest.
+pub(crate) trait Act<T: Timestamp + TotalOrder, D: 'static, C> {
+    /// Passes on this activation's `arrivals` (each batch with the
+    /// capability to emit it at), counting them in `core`; returns the
+    /// records dropped late on this worker so far (see [`LoopCore::conclude`]).
+    fn pass(
+        &mut self,
+        core: &mut LoopCore<T, C>,
+        now: Instant,
+        arrivals: &mut Vec<(Capability<T>, Vec<D>)>,
+        output: &mut Passed<'_, T, D>,
+    ) -> u64;
+
+    /// Acts on the decision of a period every worker's shares have decided,
+    /// and keeps the period in the figures.
+    fn decide(&mut self, decision: Decision);
+
+    /// Once the activation's decisions are in: what holds until the next
+    /// activation, by what `core` measures now.
+    fn settle(&mut self, core: &LoopCore<T, C>, now: Instant);
+}
+
+/// The operator of a loop of `kind` on `stream`, its records in `ledger`:
+/// at every activation it wakes the loop's core, passes the arrivals to the
+/// [`Act`] that `act` makes from the core, and hands it the decisions of
+/// the periods that have ended.
+pub(crate) fn loop_operator<'scope, T, D, C, A>(
+    stream: StreamVec<'scope, T, D>,
+    kind: LoopKind,
+    settings: &LoopSettings<T>,
+    controller: C,
+    output: &ProbeHandle<T>,
+    ledger: Rc<RefCell<Ledger<T>>>,
+    act: impl FnOnce(&LoopCore<T, C>) -> A + 'static,
+) -> StreamVec<'scope, T, D>
+where
+    T: Timestamp + TotalOrder,
+    D: Clone + 'static,
+    C: Controller + 'static,
+    A: Act<T, D, C> + 'static,
+{
+    let scope = stream.scope();
+    let name = match kind {
+        LoopKind::Shed => "ShedLoop",
+        LoopKind::Throttle => "ThrottleLoop",
+    };
+    let (settings, output) = (settings.clone(), output.clone());
+    stream.unary_frontier::<CapacityContainerBuilder<Vec<D>>, _, _, _>(Pipeline, name, move |_, info| {
+        let mut core = LoopCore::new(kind, scope, &info, &settings, controller, &output, ledger);
+        let mut act = act(&core);
+        let mut arrivals: Vec<(Capability<T>, Vec<D>)> = Vec::new();
+        move |(input, frontier), session| {
+            let now = Instant::now();
+            core.wake(now);
+            // All of this activation's arrivals first: a held rate's
+            // arrival estimate must see them as one interval.
+            input.for_each_stamp(|cap, batches| {
+                if let Some(cap) = cap.retain_least(0) {
+                    arrivals.extend(batches.map(|batch| (cap.clone(), std::mem::take(batch))));
+                }
+            });
+            let late = act.pass(&mut core, now, &mut arrivals, session);
+            for decision in core.conclude(now, late, frontier.is_empty()) {
+                act.decide(decision);
+            }
+            act.settle(&core, now);
+        }
+    })
 }
 
 /// Delay samples per period (the loop also samples at every other activation).
@@ -331,6 +419,30 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
         completed(&self.meter.ledger, &self.output);
         let least = self.output.with_frontier(|f| f.first().cloned());
         self.meter.observe(least.as_ref(), now);
+        self.share_ended(now, late);
+        let finished = input_done && least.is_none();
+        if finished && !self.left {
+            self.left = true;
+            self.tell(Message::Left {
+                worker: self.sharer,
+                from: self.ended,
+            });
+        }
+        let mut decisions = Vec::new();
+        while let Some(combined) = self.periods.next_ready(self.ended) {
+            decisions.push(self.decide(combined, now));
+        }
+        // Keep waking until the input is done and the output has
+        // completed everything let in.
+        if !finished {
+            self.activator.activate_after(self.tick);
+        }
+        decisions
+    }
+
+    /// Ends the periods that are over and shares this worker's measurements
+    /// of them, so that every worker decides on the same combination.
+    fn share_ended(&mut self, now: Instant, late: u64) {
         // Period k ends k + 1 periods after the start, however late the
         // loop wakes: one share covers every period that has ended since,
         // and the current one too if less than half of it is left (a
@@ -362,60 +474,54 @@ impl<T: Timestamp + TotalOrder, C: Controller> LoopCore<T, C> {
             self.ended = due;
             self.tell(Message::Share(share));
         }
-        let finished = input_done && least.is_none();
-        if finished && !self.left {
-            self.left = true;
-            self.tell(Message::Left {
-                worker: self.sharer,
-                from: self.ended,
+    }
+
+    /// Runs the controller on a period every worker's shares have decided
+    /// (unless a guarded controller is to learn nothing from it: a stall),
+    /// on the predicted delay under a Smith predictor.
+    fn decide(&mut self, combined: Combined, now: Instant) -> Decision {
+        let mut controlled = combined.sample;
+        if self.prediction == Prediction::Smith {
+            controlled.delay_ms = self
+                .predictor
+                .predict(&combined.sample, combined.waiting, combined.stalled);
+        }
+        let admitted = (!(self.guarded && combined.stalled)).then(|| {
+            self.last = combined.sample;
+            // A backlog while none of the loop's records completed (a
+            // throttle resuming behind a shedder's drain) measures
+            // nothing of what the loop lets in.
+            self.backlogged |= combined.sample.age_ms >= self.threshold_ms && combined.sample.processed_rate > 0.0;
+            self.controller.admitted_rate(&controlled)
+        });
+        self.log(&combined, controlled.delay_ms, admitted, now);
+        Decision {
+            end: now - self.meter.started,
+            combined,
+            controlled_delay_ms: controlled.delay_ms,
+            admitted,
+        }
+    }
+
+    /// Logs a period decided, if anyone listens.
+    fn log(&self, combined: &Combined, controlled_delay_ms: f64, admitted: Option<f64>, now: Instant) {
+        if let Some(logger) = &self.logger {
+            let dropped = match self.kind {
+                LoopKind::Shed => drop_fraction(combined.sample.admitted_rate, combined.sample.arrival_rate),
+                LoopKind::Throttle => 0.0,
+            };
+            logger.log(LoopEvent {
+                worker: self.worker,
+                kind: self.kind,
+                period: combined.period,
+                period_end: now - self.meter.started,
+                shares: combined.shares.len(),
+                sample: combined.sample,
+                controlled_delay_ms,
+                rate: admitted,
+                drop_fraction: dropped,
             });
         }
-        let mut decisions = Vec::new();
-        while let Some(combined) = self.periods.next_ready(self.ended) {
-            let mut controlled = combined.sample;
-            if self.prediction == Prediction::Smith {
-                controlled.delay_ms = self
-                    .predictor
-                    .predict(&combined.sample, combined.waiting, combined.stalled);
-            }
-            let admitted = (!(self.guarded && combined.stalled)).then(|| {
-                self.last = combined.sample;
-                // A backlog while none of the loop's records completed (a
-                // throttle resuming behind a shedder's drain) measures
-                // nothing of what the loop lets in.
-                self.backlogged |= combined.sample.age_ms >= self.threshold_ms && combined.sample.processed_rate > 0.0;
-                self.controller.admitted_rate(&controlled)
-            });
-            if let Some(logger) = &self.logger {
-                let dropped = match self.kind {
-                    LoopKind::Shed => drop_fraction(combined.sample.admitted_rate, combined.sample.arrival_rate),
-                    LoopKind::Throttle => 0.0,
-                };
-                logger.log(LoopEvent {
-                    worker: self.worker,
-                    kind: self.kind,
-                    period: combined.period,
-                    period_end: now - self.meter.started,
-                    shares: combined.shares.len(),
-                    sample: combined.sample,
-                    controlled_delay_ms: controlled.delay_ms,
-                    rate: admitted,
-                    drop_fraction: dropped,
-                });
-            }
-            decisions.push(Decision {
-                end: now - self.meter.started,
-                combined,
-                controlled_delay_ms: controlled.delay_ms,
-                admitted,
-            });
-        }
-        // Keep waking until the input is done and the output has
-        // completed everything let in.
-        if !finished {
-            self.activator.activate_after(self.tick);
-        }
-        decisions
     }
 
     /// Hears this worker's own `message` and sends it to the peers.

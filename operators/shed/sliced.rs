@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
-use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::operators::generic::{Operator, OutputBuilderSession};
 use timely::dataflow::operators::Capability;
 use timely::dataflow::StreamVec;
 use timely::order::TotalOrder;
@@ -134,6 +134,86 @@ struct Waiting<T: Timestamp, D> {
     began: Option<Instant>,
 }
 
+/// The batches waiting, in arrival order.
+struct Backlog<T: Timestamp, D> {
+    queue: VecDeque<Waiting<T, D>>,
+    /// Under a deadline with the first-record clock: when each waiting
+    /// time was first seen, and how many batches of it wait.
+    seen: BTreeMap<T, (Instant, usize)>,
+}
+
+impl<T: Timestamp + TotalOrder, D> Backlog<T, D> {
+    /// Queues `batch`, held at `held`, with when its time began under
+    /// `deadline` (by the first-record clock, the first batch of its time
+    /// seen, `now` if none waits).
+    fn push(&mut self, held: &Capability<T>, batch: Vec<D>, now: Instant, deadline: Option<&Deadline<T>>) {
+        let began = deadline.map(|deadline| {
+            deadline.began(held.time(), || {
+                let entry = self.seen.entry(held.time().clone()).or_insert((now, 0));
+                entry.1 += 1;
+                entry.0
+            })
+        });
+        self.queue.push_back(Waiting {
+            cap: held.clone(),
+            records: batch.into_iter(),
+            began,
+        });
+    }
+
+    /// Applies `logic` to the waiting records in order, emitting what it
+    /// returns, for at most `slice` (at least one record, so that a zero
+    /// slice still makes progress), and skips those whose time began the
+    /// deadline's target ago; returns how many it skipped.
+    fn work<R, I>(
+        &mut self,
+        slice: Duration,
+        deadline: Option<&Deadline<T>>,
+        logic: &mut impl FnMut(&T, D) -> I,
+        output: &mut OutputBuilderSession<'_, T, CapacityContainerBuilder<Vec<R>>>,
+    ) -> u64
+    where
+        R: Clone + 'static,
+        I: IntoIterator<Item = R>,
+    {
+        let began = Instant::now();
+        let mut late = 0;
+        while let Some(waiting) = self.queue.front_mut() {
+            match waiting.records.next() {
+                Some(record) => {
+                    if let (Some(deadline), Some(time_began)) = (deadline, waiting.began) {
+                        if time_began.elapsed() >= deadline.target {
+                            late += 1;
+                            continue;
+                        }
+                    }
+                    let mut results = logic(waiting.cap.time(), record).into_iter().peekable();
+                    if results.peek().is_some() {
+                        output.session(&waiting.cap).give_iterator(results);
+                    }
+                    if began.elapsed() >= slice {
+                        break;
+                    }
+                }
+                None => self.pop(),
+            }
+        }
+        late
+    }
+
+    /// Drops the front batch, done, and forgets when its time was first
+    /// seen once no batch of it waits.
+    fn pop(&mut self) {
+        let done = self.queue.pop_front().expect("the front batch");
+        if let Some(count) = self.seen.get_mut(done.cap.time()) {
+            count.1 -= 1;
+            if count.1 == 0 {
+                self.seen.remove(done.cap.time());
+            }
+        }
+    }
+}
+
 fn sliced<'scope, T, D, R, I, L>(
     stream: StreamVec<'scope, T, D>,
     name: &str,
@@ -151,66 +231,24 @@ where
     let scope = stream.scope();
     stream.unary::<CapacityContainerBuilder<Vec<R>>, _, _, _>(Pipeline, name, move |_, info| {
         let activator = scope.activator_for(info.address);
-        let mut queue: VecDeque<Waiting<T, D>> = VecDeque::new();
-        // Under a deadline with the first-record clock: when each waiting
-        // time was first seen, and how many batches of it wait.
-        let mut seen: BTreeMap<T, (Instant, usize)> = BTreeMap::new();
+        let mut backlog = Backlog {
+            queue: VecDeque::new(),
+            seen: BTreeMap::new(),
+        };
         move |input, output| {
             let now = Instant::now();
             input.for_each_stamp(|cap, batches| {
                 if let Some(held) = cap.retain_least(0) {
                     for batch in batches {
-                        let began = deadline.as_ref().map(|deadline| {
-                            deadline.began(held.time(), || {
-                                let entry = seen.entry(held.time().clone()).or_insert((now, 0));
-                                entry.1 += 1;
-                                entry.0
-                            })
-                        });
-                        queue.push_back(Waiting {
-                            cap: held.clone(),
-                            records: std::mem::take(batch).into_iter(),
-                            began,
-                        });
+                        backlog.push(&held, std::mem::take(batch), now, deadline.as_ref());
                     }
                 }
             });
-            let began = Instant::now();
-            let mut late = 0;
-            // At least one record per activation, so that a zero slice
-            // still makes progress.
-            while let Some(waiting) = queue.front_mut() {
-                match waiting.records.next() {
-                    Some(record) => {
-                        if let (Some(deadline), Some(time_began)) = (&deadline, waiting.began) {
-                            if time_began.elapsed() >= deadline.target {
-                                late += 1;
-                                continue;
-                            }
-                        }
-                        let mut results = logic(waiting.cap.time(), record).into_iter().peekable();
-                        if results.peek().is_some() {
-                            output.session(&waiting.cap).give_iterator(results);
-                        }
-                        if began.elapsed() >= slice {
-                            break;
-                        }
-                    }
-                    None => {
-                        let done = queue.pop_front().expect("the front batch");
-                        if let Some(count) = seen.get_mut(done.cap.time()) {
-                            count.1 -= 1;
-                            if count.1 == 0 {
-                                seen.remove(done.cap.time());
-                            }
-                        }
-                    }
-                }
-            }
+            let late = backlog.work(slice, deadline.as_ref(), &mut logic, output);
             if let Some(deadline) = deadline.as_ref().filter(|_| late > 0) {
                 deadline.count(late);
             }
-            if !queue.is_empty() {
+            if !backlog.queue.is_empty() {
                 activator.activate();
             }
         }

@@ -36,9 +36,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use timely::container::CapacityContainerBuilder;
-use timely::dataflow::channels::pact::Pipeline;
-use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::operators::Capability;
 use timely::dataflow::{ProbeHandle, StreamVec};
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
@@ -48,7 +46,7 @@ use crate::common::keep_recent;
 use super::closed_loop::LoopHandle;
 use super::controller::Controller;
 use super::events::LoopKind;
-use super::loop_core::{completed, Ledger, LoopCore, STALL_TICKS};
+use super::loop_core::{completion, loop_operator, Act, Decision, Ledger, LoopCore, Passed, STALL_TICKS};
 use super::sample::PeriodSample;
 use super::settings::LoopSettings;
 use super::sharing::allowance;
@@ -292,7 +290,6 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ThrottleLoop<'scope,
         controller: impl Controller + 'static,
         output: &ProbeHandle<T>,
     ) -> (StreamVec<'scope, T, D>, Throttle) {
-        let scope = self.scope();
         let ledger = Ledger::shared();
         let bucket = Rc::new(RefCell::new(Bucket {
             rate: None,
@@ -306,75 +303,106 @@ impl<'scope, T: Timestamp + TotalOrder, D: Clone + 'static> ThrottleLoop<'scope,
             yields_to: Vec::new(),
             figures: ThrottleFigures::default(),
         }));
-        let throttle = {
-            let (ledger, output) = (Rc::clone(&ledger), output.clone());
-            Throttle {
-                bucket: Rc::clone(&bucket),
-                completed: Rc::new(move || completed(&ledger, &output)),
-            }
+        let throttle = Throttle {
+            bucket: Rc::clone(&bucket),
+            completed: completion(&ledger, output),
         };
         // The loop holds the delay under the target divided by STEP_ROOM.
         let settings = LoopSettings {
             target: settings.target.div_f64(STEP_ROOM),
             ..settings.clone()
         };
-        let output = output.clone();
-        let (me, workers) = (scope.index(), scope.peers());
-        let stream = self.unary_frontier::<CapacityContainerBuilder<Vec<D>>, _, _, _>(
-            Pipeline,
-            "ThrottleLoop",
-            move |_, info| {
-                let mut core = LoopCore::new(LoopKind::Throttle, scope, &info, &settings, controller, &output, ledger);
+        let scope = self.scope();
+        // Without sharing, each worker's loop is a loop of one.
+        let (me, workers) = if settings.global {
+            (scope.index(), scope.peers())
+        } else {
+            (0, 1)
+        };
+        let history = settings.history;
+        let stream = loop_operator(
+            self,
+            LoopKind::Throttle,
+            &settings,
+            controller,
+            output,
+            ledger,
+            move |core| {
                 // Half a period: what a source that went unscheduled for
                 // less than a stall may still send at the rate when it is back.
                 bucket.borrow_mut().depth = core.tick().as_secs_f64() * STALL_TICKS as f64;
-                // Without sharing, each worker's loop is a loop of one.
-                let (me, workers) = if settings.global { (me, workers) } else { (0, 1) };
-                let mut rate = f64::INFINITY;
-                move |(input, frontier), session| {
-                    let now = Instant::now();
-                    core.wake(now);
-                    input.for_each_stamp(|cap, batches| {
-                        if let Some(cap) = cap.retain_least(0) {
-                            for batch in batches {
-                                core.admit(cap.time(), now, 0, batch.len() as u64);
-                                session.session(&cap).give_container(batch);
-                            }
-                        }
-                    });
-                    let (asked, refused) = bucket.borrow_mut().collect();
-                    core.offered(asked, refused);
-                    // What a period of yielding measures is the shedder's.
-                    if bucket.borrow().yielding() {
-                        core.hold();
-                    }
-                    for decision in core.conclude(now, 0, frontier.is_empty()) {
-                        let combined = &decision.combined;
-                        // A rate that is not a number keeps the last one.
-                        if let Some(admitted) = decision.admitted.filter(|admitted| !admitted.is_nan()) {
-                            rate = allowance(admitted, &combined.shares, workers, me);
-                        }
-                        let period = ThrottlePeriod {
-                            end: decision.end,
-                            sample: combined.sample,
-                            controlled_delay_ms: decision.controlled_delay_ms,
-                            allowance: decision.admitted.map(|admitted| admitted * workers as f64),
-                            limited: combined.shares.iter().any(|share| share.limited),
-                        };
-                        keep_recent(&mut bucket.borrow_mut().figures.periods, period, settings.history);
-                    }
-                    let limit = if core.unmeasured_overload(now) {
-                        Some(0.0)
-                    } else if core.keeping_up() {
-                        None
-                    } else {
-                        Some(rate).filter(|rate| rate.is_finite())
-                    };
-                    bucket.borrow_mut().set(limit, now);
+                Throttling {
+                    bucket,
+                    me,
+                    workers,
+                    rate: f64::INFINITY,
+                    history,
                 }
             },
         );
         (stream, throttle)
+    }
+}
+
+/// A throttle's way of acting: it passes every record on and sets the
+/// bucket the source takes from.
+struct Throttling {
+    bucket: Rc<RefCell<Bucket>>,
+    /// This worker and how many share the loop (a loop of one unshared).
+    me: usize,
+    workers: usize,
+    /// This worker's allowance, records/s, from the last decision.
+    rate: f64,
+    /// Periods kept in the figures.
+    history: usize,
+}
+
+impl<T: Timestamp + TotalOrder, D: 'static, C: Controller> Act<T, D, C> for Throttling {
+    fn pass(
+        &mut self,
+        core: &mut LoopCore<T, C>,
+        now: Instant,
+        arrivals: &mut Vec<(Capability<T>, Vec<D>)>,
+        output: &mut Passed<'_, T, D>,
+    ) -> u64 {
+        for (cap, mut batch) in arrivals.drain(..) {
+            core.admit(cap.time(), now, 0, batch.len() as u64);
+            output.session(&cap).give_container(&mut batch);
+        }
+        let (asked, refused) = self.bucket.borrow_mut().collect();
+        core.offered(asked, refused);
+        // What a period of yielding measures is the shedder's.
+        if self.bucket.borrow().yielding() {
+            core.hold();
+        }
+        0
+    }
+
+    fn decide(&mut self, decision: Decision) {
+        let combined = &decision.combined;
+        // A rate that is not a number keeps the last one.
+        if let Some(admitted) = decision.admitted.filter(|admitted| !admitted.is_nan()) {
+            self.rate = allowance(admitted, &combined.shares, self.workers, self.me);
+        }
+        let period = ThrottlePeriod {
+            end: decision.end,
+            sample: combined.sample,
+            controlled_delay_ms: decision.controlled_delay_ms,
+            allowance: decision.admitted.map(|admitted| admitted * self.workers as f64),
+            limited: combined.shares.iter().any(|share| share.limited),
+        };
+        keep_recent(&mut self.bucket.borrow_mut().figures.periods, period, self.history);
+    }
+
+    fn settle(&mut self, core: &LoopCore<T, C>, now: Instant) {
+        let limit = if core.unmeasured_overload(now) {
+            Some(0.0)
+        } else if core.keeping_up() {
+            None
+        } else {
+            Some(self.rate).filter(|rate| rate.is_finite())
+        };
+        self.bucket.borrow_mut().set(limit, now);
     }
 }
 

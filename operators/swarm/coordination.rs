@@ -37,14 +37,22 @@ enum Coordination {
 pub(crate) fn coordinate<'scope>(
     reports: StreamVec<'scope, u64, RoundReport>,
     coordinator: Coordinator,
-    mut propose: impl FnMut(&ReductionAsk) -> Proposal + 'static,
+    propose: impl FnMut(&ReductionAsk) -> Proposal + 'static,
     orders: Rc<RefCell<Orders>>,
 ) -> StreamVec<'scope, u64, PlanUpdate> {
-    let workers = reports.scope().peers();
     let coordinator = Rc::new(RefCell::new(coordinator));
-    // Decide at worker 0 ...
-    let decide = Rc::clone(&coordinator);
-    let decisions = reports.unary_frontier::<CapacityContainerBuilder<Vec<Coordination>>, _, _, _>(
+    let decisions = decide(reports, Rc::clone(&coordinator));
+    let proposals = reduce(decisions.clone(), propose);
+    conclude(decisions, proposals, coordinator, orders)
+}
+
+/// Decides at worker 0 once all of a round's reports are in: the reduction
+/// requests, then the mark that concludes the round.
+fn decide<'scope>(
+    reports: StreamVec<'scope, u64, RoundReport>,
+    coordinator: Rc<RefCell<Coordinator>>,
+) -> StreamVec<'scope, u64, Coordination> {
+    reports.unary_frontier::<CapacityContainerBuilder<Vec<Coordination>>, _, _, _>(
         Exchange::new(|_: &RoundReport| 0),
         "SwarmDecide",
         move |_, _| {
@@ -56,17 +64,23 @@ pub(crate) fn coordinate<'scope>(
                     }
                 });
                 stash.drain_complete(frontier, |cap, reports| {
-                    let asks = decide.borrow_mut().round_end(*cap.time(), reports);
+                    let asks = coordinator.borrow_mut().round_end(*cap.time(), reports);
                     let mut session = output.session(&cap);
                     session.give_iterator(asks.into_iter().map(|(worker, ask)| Coordination::Ask(worker, ask)));
                     session.give(Coordination::Conclude);
                 });
             }
         },
-    );
-    // ... each asked worker answers from its own statistics ...
-    let proposals = decisions
-        .clone()
+    )
+}
+
+/// Each asked worker answers from its own statistics (`propose`), at the
+/// round's end time.
+fn reduce<'scope>(
+    decisions: StreamVec<'scope, u64, Coordination>,
+    mut propose: impl FnMut(&ReductionAsk) -> Proposal + 'static,
+) -> StreamVec<'scope, u64, Proposal> {
+    decisions
         .flat_map(|message| match message {
             Coordination::Ask(worker, ask) => Some((worker, ask)),
             Coordination::Conclude => None,
@@ -84,8 +98,19 @@ pub(crate) fn coordinate<'scope>(
                     });
                 }
             },
-        );
-    // ... and worker 0 concludes and sends the update to every worker.
+        )
+}
+
+/// Worker 0 concludes a round once its mark and every answer are in (the
+/// mark comes even when no worker was asked, so that the update has a
+/// capability), and sends the update to every worker.
+fn conclude<'scope>(
+    decisions: StreamVec<'scope, u64, Coordination>,
+    proposals: StreamVec<'scope, u64, Proposal>,
+    coordinator: Rc<RefCell<Coordinator>>,
+    orders: Rc<RefCell<Orders>>,
+) -> StreamVec<'scope, u64, PlanUpdate> {
+    let workers = decisions.scope().peers();
     decisions
         .flat_map(|message| matches!(message, Coordination::Conclude).then_some(()))
         .binary_frontier::<_, CapacityContainerBuilder<Vec<(usize, PlanUpdate)>>, _, _, _, _>(

@@ -167,6 +167,13 @@ impl Touched {
         }
         true
     }
+
+    /// Whether `change` may follow the changes added so far and applies to
+    /// the coordinator's plan `index`; if so it is applied and added, as
+    /// the workers apply the same list to theirs.
+    fn admit(&mut self, index: &mut GlobalIndex, change: &PlanChange) -> bool {
+        self.admits(change) && index.apply(change).is_ok() && self.add(change)
+    }
 }
 
 /// The coordinator (on worker 0).
@@ -244,15 +251,7 @@ impl Coordinator {
         // round is `plan_lag` epochs).
         let round_start = (epoch + 1).saturating_sub(self.plan_lag);
         self.in_flight.retain(|flight| flight.effective > round_start);
-        if let Some(logger) = &self.logger {
-            let mut loads = vec![WorkerLoad::default(); self.workers];
-            for report in &reports {
-                if let Some(load) = loads.get_mut(report.worker) {
-                    *load = report.load;
-                }
-            }
-            logger.log(SwarmEvent::Round { epoch, loads });
-        }
+        self.log_round(epoch, &reports);
         self.pending_local = reports
             .iter_mut()
             .flat_map(|report| report.local.drain(..).map(|change| (report.worker, change)))
@@ -277,16 +276,7 @@ impl Coordinator {
             Policy::Adaptive(decision) => {
                 let received = system_received(&loads);
                 self.received = received;
-                // The plan as it will be: the load that concluded updates
-                // are moving, which this round's reports do not show yet,
-                // counted where it goes. Asking on the reports alone would
-                // shed (or send) the same load twice.
-                let mut work: Vec<f64> = loads.iter().map(|load| load.work).collect();
-                for flight in &self.in_flight {
-                    work[flight.from] = (work[flight.from] - flight.work).max(0.0);
-                    work[flight.to] += flight.work;
-                }
-                let costs: Vec<f64> = work.iter().map(|&work| normalized(work, received)).collect();
+                let costs = planned_costs(&loads, &self.in_flight, received);
                 let verdict = decision.decide(&RoundSummary {
                     throughput: received / elapsed,
                     costs: &costs,
@@ -294,41 +284,61 @@ impl Coordinator {
                 if verdict.decision == Decision::DoNothing || costs.len() < 2 {
                     return Vec::new();
                 }
-                let mut order: Vec<usize> = (0..costs.len()).collect();
-                order.sort_by(|&a, &b| costs[b].total_cmp(&costs[a]).then(a.cmp(&b)));
-                // The i-th most loaded worker sheds toward the i-th least
-                // loaded: disjoint pairs, so that many workers balance at once.
-                // A pair closer than twice the margin is left alone: moving
-                // state for noise costs more than it balances.
-                let margin = self.margin;
-                self.asked = (0..order.len() / 2)
-                    .map(|rank| (order[rank], order[order.len() - 1 - rank]))
-                    .filter(|&(high, low)| costs[high] > costs[low] * (1.0 + 2.0 * margin))
-                    .collect();
-                let in_flight = &self.in_flight;
-                self.asked
-                    .iter()
-                    .enumerate()
-                    .map(|(rank, &(high, low))| {
-                        let ask = ReductionAsk {
-                            rank,
-                            request: ReductionRequest {
-                                low_cost: costs[low],
-                                system_received: received,
-                                margin,
-                            },
-                            low_worker: low,
-                            leaving: in_flight
-                                .iter()
-                                .filter(|flight| flight.from == high)
-                                .flat_map(|flight| flight.partitions.iter().copied())
-                                .collect(),
-                        };
-                        (high, ask)
-                    })
-                    .collect()
+                self.ask_pairs(&costs, received)
             }
         }
+    }
+
+    /// Logs the round's loads, by worker (a worker that did not report
+    /// shows none), for those who follow the balance round by round.
+    fn log_round(&self, epoch: u64, reports: &[RoundReport]) {
+        if let Some(logger) = &self.logger {
+            let mut loads = vec![WorkerLoad::default(); self.workers];
+            for report in reports {
+                if let Some(load) = loads.get_mut(report.worker) {
+                    *load = report.load;
+                }
+            }
+            logger.log(SwarmEvent::Round { epoch, loads });
+        }
+    }
+
+    /// The pairs to rebalance, by the workers' planned `costs`, and the
+    /// reduction requests to send their most loaded workers.
+    fn ask_pairs(&mut self, costs: &[f64], received: f64) -> Vec<(usize, ReductionAsk)> {
+        let mut order: Vec<usize> = (0..costs.len()).collect();
+        order.sort_by(|&a, &b| costs[b].total_cmp(&costs[a]).then(a.cmp(&b)));
+        // The i-th most loaded worker sheds toward the i-th least
+        // loaded: disjoint pairs, so that many workers balance at once.
+        // A pair closer than twice the margin is left alone: moving
+        // state for noise costs more than it balances.
+        let margin = self.margin;
+        self.asked = (0..order.len() / 2)
+            .map(|rank| (order[rank], order[order.len() - 1 - rank]))
+            .filter(|&(high, low)| costs[high] > costs[low] * (1.0 + 2.0 * margin))
+            .collect();
+        let in_flight = &self.in_flight;
+        self.asked
+            .iter()
+            .enumerate()
+            .map(|(rank, &(high, low))| {
+                let ask = ReductionAsk {
+                    rank,
+                    request: ReductionRequest {
+                        low_cost: costs[low],
+                        system_received: received,
+                        margin,
+                    },
+                    low_worker: low,
+                    leaving: in_flight
+                        .iter()
+                        .filter(|flight| flight.from == high)
+                        .flat_map(|flight| flight.partitions.iter().copied())
+                        .collect(),
+                };
+                (high, ask)
+            })
+            .collect()
     }
 
     /// Concludes the round that ended at epoch `time`: every pair's
@@ -351,51 +361,73 @@ impl Coordinator {
         // Keep only what applies, in order, to the coordinator's plan; the
         // workers apply the same list to theirs.
         let mut touched = Touched::default();
-        let mut admit = |index: &mut GlobalIndex, change: &PlanChange| {
-            touched.admits(change) && index.apply(change).is_ok() && touched.add(change)
-        };
         let mut changes: Vec<PlanChange> = Vec::new();
         if let Some(change) = forced {
-            if admit(&mut self.index, &change) {
+            if touched.admit(&mut self.index, &change) {
                 changes.push(change);
             }
         }
         for proposal in proposals {
-            let offered = proposal.changes.len();
-            let applied: Vec<PlanChange> = proposal
-                .changes
-                .into_iter()
-                .filter(|change| admit(&mut self.index, change))
-                .collect();
-            if let (Some(&(from, to)), false) = (self.asked.get(proposal.rank), applied.is_empty()) {
-                // A proposal cut short hands over about its share of the figure.
-                let work = proposal.shed * self.received * applied.len() as f64 / offered as f64;
-                let partitions = applied.iter().flat_map(PlanChange::touched).collect();
-                self.in_flight.push(InFlight {
-                    effective,
-                    from,
-                    to,
-                    work,
-                    partitions,
-                });
-            }
-            changes.extend(applied);
+            changes.extend(self.admit_proposal(proposal, &mut touched, effective));
         }
         if !changes.is_empty() {
             self.orders.rebalanced += 1;
         }
-        // Then each worker's changes to its own partitions, in order (a part
-        // of a split may be split again), if it still owns them.
+        changes.extend(self.admit_local(&mut touched, &busy));
+        self.record(effective, &changes);
+        PlanUpdate {
+            effective,
+            changes,
+            mean_work: self.mean_work,
+        }
+    }
+
+    /// The changes of a pair's proposal that apply, the load they move
+    /// noted as in flight from `effective` on, so that the next rounds'
+    /// decisions count it where it goes.
+    fn admit_proposal(&mut self, proposal: Proposal, touched: &mut Touched, effective: u64) -> Vec<PlanChange> {
+        let offered = proposal.changes.len();
+        let applied: Vec<PlanChange> = proposal
+            .changes
+            .into_iter()
+            .filter(|change| touched.admit(&mut self.index, change))
+            .collect();
+        if let (Some(&(from, to)), false) = (self.asked.get(proposal.rank), applied.is_empty()) {
+            // A proposal cut short hands over about its share of the figure.
+            let work = proposal.shed * self.received * applied.len() as f64 / offered as f64;
+            let partitions = applied.iter().flat_map(PlanChange::touched).collect();
+            self.in_flight.push(InFlight {
+                effective,
+                from,
+                to,
+                work,
+                partitions,
+            });
+        }
+        applied
+    }
+
+    /// Each worker's changes to its own partitions that apply, in
+    /// order (a part of a split may be split again), if it still owns them
+    /// and no pair's proposal nor the forced change touches them (`busy`).
+    fn admit_local(&mut self, touched: &mut Touched, busy: &[PartitionId]) -> Vec<PlanChange> {
+        let mut changes = Vec::new();
         for (worker, change) in std::mem::take(&mut self.pending_local) {
             let owned = change
                 .touched()
                 .iter()
                 .all(|id| !busy.contains(id) && self.index.info(*id).is_some_and(|info| info.owner == worker));
-            if owned && admit(&mut self.index, &change) {
+            if owned && touched.admit(&mut self.index, &change) {
                 changes.push(change);
             }
         }
-        for change in &changes {
+        changes
+    }
+
+    /// Counts the round and the update's `changes` among the orders, and
+    /// logs them: what a run reports of the plan's evolution.
+    fn record(&mut self, effective: u64, changes: &[PlanChange]) {
+        for change in changes {
             match change {
                 PlanChange::Move { .. } => self.orders.moves += 1,
                 PlanChange::Split { .. } => self.orders.splits += 1,
@@ -406,7 +438,7 @@ impl Coordinator {
         }
         self.orders.rounds += 1;
         if let Some(logger) = &self.logger {
-            for change in &changes {
+            for change in changes {
                 logger.log(SwarmEvent::Change {
                     effective,
                     change: change.clone(),
@@ -416,12 +448,20 @@ impl Coordinator {
         if !changes.is_empty() {
             keep_recent(&mut self.orders.changed_at, effective, CHANGES_KEPT);
         }
-        PlanUpdate {
-            effective,
-            changes,
-            mean_work: self.mean_work,
-        }
     }
+}
+
+/// The workers' costs with the plan as it will be: the load that concluded
+/// updates are moving (`in_flight`), which this round's reports do not show
+/// yet, counted where it goes. Asking on the reports alone would shed (or
+/// send) the same load twice.
+fn planned_costs(loads: &[WorkerLoad], in_flight: &[InFlight], received: f64) -> Vec<f64> {
+    let mut work: Vec<f64> = loads.iter().map(|load| load.work).collect();
+    for flight in in_flight {
+        work[flight.from] = (work[flight.from] - flight.work).max(0.0);
+        work[flight.to] += flight.work;
+    }
+    work.iter().map(|&work| normalized(work, received)).collect()
 }
 
 #[cfg(test)]

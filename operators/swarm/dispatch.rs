@@ -148,7 +148,7 @@ impl Router {
                     }
                 },
             };
-            let cells = super::app::query_cells_of(grid, &rect);
+            let cells = super::query_store::query_cells_of(grid, &rect);
             // Every holder of a shared partition keeps its queries.
             for partition in plan.partitions_overlapping(&cells) {
                 for holder in plan.holders(partition) {

@@ -253,11 +253,12 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::swarm::app::{Match, Point, Query, RangeQueries};
+    use crate::swarm::app::{Point, Query};
     use crate::swarm::cost::RangeQueryCost;
     use crate::swarm::geometry::{Grid, OutOfBounds, Rect};
     use crate::swarm::ids::IdMint;
     use crate::swarm::index::GlobalIndex;
+    use crate::swarm::range_queries::{Match, RangeQueries};
 
     fn executors() -> (GlobalIndex, Vec<Executor<RangeQueries, RangeQueryCost>>) {
         let grid = Grid::new(Rect::new(0.0, 0.0, 10.0, 10.0).unwrap(), 4, 4).unwrap();

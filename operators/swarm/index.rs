@@ -520,147 +520,182 @@ impl GlobalIndex {
     /// Applies a change, or explains why it cannot be applied (the index is
     /// then unchanged).
     pub fn apply(&mut self, change: &PlanChange) -> Result<(), Error> {
-        let bad = |reason: String| Error::invalid("plan change", reason);
-        let known = |id: &PartitionId| {
-            self.partitions
-                .get(id)
-                .copied()
-                .ok_or_else(|| bad(format!("no partition {id}")))
-        };
-        let fresh = |id: &PartitionId| {
-            if self.partitions.contains_key(id) {
-                Err(bad(format!("partition id {id} is in use")))
-            } else {
-                Ok(())
-            }
-        };
-        let unshared = |id: &PartitionId| {
-            if self.shares.contains_key(id) {
-                Err(bad(format!("partition {id} is shared: unshare it first")))
-            } else {
-                Ok(())
-            }
-        };
         match *change {
-            PlanChange::Move { id, to } => {
-                let info = known(&id)?;
-                if self.replicas(id).contains(&to) {
-                    return Err(bad(format!("worker {to} holds partition {id} already")));
-                }
-                self.insert(id, PartitionInfo { owner: to, ..info });
-            }
-            PlanChange::Share { id, with, from, weight } => {
-                let info = known(&id)?;
-                let given = self.weight_of(id, from);
-                if given == 0 || with == from || weight == 0 || weight >= given {
-                    return Err(bad(format!(
-                        "worker {from} (weight {given} of partition {id}) cannot give {weight} of it to worker {with}"
-                    )));
-                }
-                let holders: Vec<usize> = self.holders(id).collect();
-                let shares = self.shares.entry(id).or_insert_with(|| Shares {
-                    replicas: Vec::new(),
-                    weights: vec![SHARE_WEIGHT],
-                });
-                let taker = match holders.iter().position(|&holder| holder == with) {
-                    Some(position) => position,
-                    None => {
-                        shares.replicas.push(with);
-                        shares.weights.push(0);
-                        holders.len()
-                    }
-                };
-                let giver = holders
-                    .iter()
-                    .position(|&holder| holder == from)
-                    .expect("weighed above");
-                shares.weights[giver] -= weight;
-                shares.weights[taker] += weight;
-                self.insert(id, info);
-            }
-            PlanChange::Unshare { id, from } => {
-                let info = known(&id)?;
-                let shares = self
-                    .shares
-                    .get_mut(&id)
-                    .ok_or_else(|| bad(format!("partition {id} is not shared")))?;
-                let owner = if from == info.owner {
-                    // The next holder owns it, with the owner's weight too.
-                    let next = shares.replicas.remove(0);
-                    let weight = shares.weights.remove(0);
-                    shares.weights[0] += weight;
-                    next
-                } else {
-                    let position = shares
-                        .replicas
-                        .iter()
-                        .position(|&holder| holder == from)
-                        .ok_or_else(|| bad(format!("worker {from} does not hold partition {id}")))?;
-                    shares.replicas.remove(position);
-                    let weight = shares.weights.remove(position + 1);
-                    shares.weights[0] += weight;
-                    info.owner
-                };
-                if shares.replicas.is_empty() {
-                    self.shares.remove(&id);
-                }
-                self.insert(id, PartitionInfo { owner, ..info });
-            }
+            PlanChange::Move { id, to } => self.apply_move(id, to),
+            PlanChange::Share { id, with, from, weight } => self.apply_share(id, with, from, weight),
+            PlanChange::Unshare { id, from } => self.apply_unshare(id, from),
             PlanChange::Split {
                 id,
                 line,
                 first,
                 second,
-            } => {
-                let info = known(&id)?;
-                unshared(&id)?;
-                fresh(&first.0)?;
-                fresh(&second.0)?;
-                if first.0 == second.0 {
-                    return Err(bad(format!("both parts of {id} would be {}", first.0)));
-                }
-                let (a, b) = line
-                    .parts(&info.rect)
-                    .ok_or_else(|| bad(format!("{line:?} is not inside partition {id} ({:?})", info.rect)))?;
-                self.partitions.remove(&id);
-                self.insert(
-                    first.0,
-                    PartitionInfo {
-                        rect: a,
-                        owner: first.1,
-                    },
-                );
-                self.insert(
-                    second.0,
-                    PartitionInfo {
-                        rect: b,
-                        owner: second.1,
-                    },
-                );
-            }
-            PlanChange::Merge { first, second, into } => {
-                let (a, b) = (known(&first)?, known(&second)?);
-                unshared(&first)?;
-                unshared(&second)?;
-                if first == second {
-                    return Err(bad(format!("cannot merge partition {first} with itself")));
-                }
-                fresh(&into)?;
-                if a.owner != b.owner {
-                    return Err(bad(format!(
-                        "partitions {first} and {second} have different owners ({} and {})",
-                        a.owner, b.owner
-                    )));
-                }
-                let rect = a
-                    .rect
-                    .union_if_rectangle(&b.rect)
-                    .ok_or_else(|| bad(format!("partitions {first} and {second} do not form a rectangle")))?;
-                self.partitions.remove(&first);
-                self.partitions.remove(&second);
-                self.insert(into, PartitionInfo { rect, owner: a.owner });
-            }
+            } => self.apply_split(id, line, first, second),
+            PlanChange::Merge { first, second, into } => self.apply_merge(first, second, into),
         }
+    }
+
+    /// The partition a change names, which must exist.
+    fn known(&self, id: &PartitionId) -> Result<PartitionInfo, Error> {
+        self.partitions
+            .get(id)
+            .copied()
+            .ok_or_else(|| bad_change(format!("no partition {id}")))
+    }
+
+    /// A new id a change gives, which must not be in use.
+    fn fresh(&self, id: &PartitionId) -> Result<(), Error> {
+        if self.partitions.contains_key(id) {
+            Err(bad_change(format!("partition id {id} is in use")))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// A partition to split or merge, which must not be shared: its
+    /// holders' copies would have no single owner to go to.
+    fn unshared(&self, id: &PartitionId) -> Result<(), Error> {
+        if self.shares.contains_key(id) {
+            Err(bad_change(format!("partition {id} is shared: unshare it first")))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// [`PlanChange::Move`]: the owner changes, the rectangle stays.
+    fn apply_move(&mut self, id: PartitionId, to: usize) -> Result<(), Error> {
+        let info = self.known(&id)?;
+        if self.replicas(id).contains(&to) {
+            return Err(bad_change(format!("worker {to} holds partition {id} already")));
+        }
+        self.insert(id, PartitionInfo { owner: to, ..info });
+        Ok(())
+    }
+
+    /// [`PlanChange::Share`]: weight passes from one holder to another,
+    /// which joins the holders if it was not one.
+    fn apply_share(&mut self, id: PartitionId, with: usize, from: usize, weight: u32) -> Result<(), Error> {
+        let info = self.known(&id)?;
+        let given = self.weight_of(id, from);
+        if given == 0 || with == from || weight == 0 || weight >= given {
+            return Err(bad_change(format!(
+                "worker {from} (weight {given} of partition {id}) cannot give {weight} of it to worker {with}"
+            )));
+        }
+        let holders: Vec<usize> = self.holders(id).collect();
+        let shares = self.shares.entry(id).or_insert_with(|| Shares {
+            replicas: Vec::new(),
+            weights: vec![SHARE_WEIGHT],
+        });
+        let taker = match holders.iter().position(|&holder| holder == with) {
+            Some(position) => position,
+            None => {
+                shares.replicas.push(with);
+                shares.weights.push(0);
+                holders.len()
+            }
+        };
+        let giver = holders
+            .iter()
+            .position(|&holder| holder == from)
+            .expect("weighed above");
+        shares.weights[giver] -= weight;
+        shares.weights[taker] += weight;
+        self.insert(id, info);
+        Ok(())
+    }
+
+    /// [`PlanChange::Unshare`]: a holder leaves and its weight goes to the
+    /// owner; the partition is whole again once no replica is left.
+    fn apply_unshare(&mut self, id: PartitionId, from: usize) -> Result<(), Error> {
+        let info = self.known(&id)?;
+        let shares = self
+            .shares
+            .get_mut(&id)
+            .ok_or_else(|| bad_change(format!("partition {id} is not shared")))?;
+        let owner = if from == info.owner {
+            // The next holder owns it, with the owner's weight too.
+            let next = shares.replicas.remove(0);
+            let weight = shares.weights.remove(0);
+            shares.weights[0] += weight;
+            next
+        } else {
+            let position = shares
+                .replicas
+                .iter()
+                .position(|&holder| holder == from)
+                .ok_or_else(|| bad_change(format!("worker {from} does not hold partition {id}")))?;
+            shares.replicas.remove(position);
+            let weight = shares.weights.remove(position + 1);
+            shares.weights[0] += weight;
+            info.owner
+        };
+        if shares.replicas.is_empty() {
+            self.shares.remove(&id);
+        }
+        self.insert(id, PartitionInfo { owner, ..info });
+        Ok(())
+    }
+
+    /// [`PlanChange::Split`]: one partition becomes its two parts, under
+    /// new ids.
+    fn apply_split(
+        &mut self,
+        id: PartitionId,
+        line: SplitLine,
+        first: (PartitionId, usize),
+        second: (PartitionId, usize),
+    ) -> Result<(), Error> {
+        let info = self.known(&id)?;
+        self.unshared(&id)?;
+        self.fresh(&first.0)?;
+        self.fresh(&second.0)?;
+        if first.0 == second.0 {
+            return Err(bad_change(format!("both parts of {id} would be {}", first.0)));
+        }
+        let (a, b) = line
+            .parts(&info.rect)
+            .ok_or_else(|| bad_change(format!("{line:?} is not inside partition {id} ({:?})", info.rect)))?;
+        self.partitions.remove(&id);
+        self.insert(
+            first.0,
+            PartitionInfo {
+                rect: a,
+                owner: first.1,
+            },
+        );
+        self.insert(
+            second.0,
+            PartitionInfo {
+                rect: b,
+                owner: second.1,
+            },
+        );
+        Ok(())
+    }
+
+    /// [`PlanChange::Merge`]: two adjacent partitions of one owner become
+    /// their union, under a new id.
+    fn apply_merge(&mut self, first: PartitionId, second: PartitionId, into: PartitionId) -> Result<(), Error> {
+        let (a, b) = (self.known(&first)?, self.known(&second)?);
+        self.unshared(&first)?;
+        self.unshared(&second)?;
+        if first == second {
+            return Err(bad_change(format!("cannot merge partition {first} with itself")));
+        }
+        self.fresh(&into)?;
+        if a.owner != b.owner {
+            return Err(bad_change(format!(
+                "partitions {first} and {second} have different owners ({} and {})",
+                a.owner, b.owner
+            )));
+        }
+        let rect = a
+            .rect
+            .union_if_rectangle(&b.rect)
+            .ok_or_else(|| bad_change(format!("partitions {first} and {second} do not form a rectangle")))?;
+        self.partitions.remove(&first);
+        self.partitions.remove(&second);
+        self.insert(into, PartitionInfo { rect, owner: a.owner });
         Ok(())
     }
 
@@ -711,6 +746,11 @@ impl GlobalIndex {
         }
         Ok(())
     }
+}
+
+/// Why a plan change was refused, in the error every refusal shares.
+fn bad_change(reason: String) -> Error {
+    Error::invalid("plan change", reason)
 }
 
 #[cfg(test)]

@@ -27,9 +27,10 @@ use std::rc::Rc;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
-use timely::dataflow::operators::generic::OutputBuilder;
+use timely::dataflow::operators::generic::{OutputBuilder, OutputBuilderSession};
 use timely::dataflow::operators::{ConnectLoop, Feedback, Probe};
 use timely::dataflow::{ProbeHandle, StreamVec};
+use timely::progress::frontier::MutableAntichain;
 use timely::ExchangeData;
 
 use crate::common::busy_work::BusyWork;
@@ -390,6 +391,14 @@ impl<S> Default for Pending<S> {
 }
 
 impl<S> Pending<S> {
+    /// Keeps plan updates by the epoch they hold from, until the round end
+    /// before it applies them.
+    fn note_updates(&mut self, updates: impl Iterator<Item = PlanUpdate>) {
+        for update in updates {
+            self.updates.insert(update.effective, update);
+        }
+    }
+
     /// Once the records have ended: whether every round end that still
     /// matters is past (`round_end`: the next one, if any). Every update
     /// routing used has arrived (a dispatcher routes epoch t only once the
@@ -421,6 +430,74 @@ impl<S> Pending<S> {
             .flatten()
             .min()
     }
+
+    /// What the executor does next, given the earliest epoch of the records
+    /// it holds and the frontiers of its data, plan and state inputs: an
+    /// epoch is processed only once all three have passed it, as its
+    /// records, plan update and arriving partitions are then all in.
+    fn step(&mut self, records: Option<u64>, frontiers: &[MutableAntichain<u64>], round_end: Option<u64>) -> Step {
+        let records_ended = frontiers[0].is_empty() && records.is_none();
+        if records_ended && self.drained(round_end) {
+            return Step::Stop;
+        }
+        let Some(time) = self.next(records, round_end) else {
+            return Step::Wait;
+        };
+        if frontiers.iter().any(|frontier| frontier.less_equal(&time)) {
+            Step::Wait
+        } else {
+            Step::Epoch(time)
+        }
+    }
+}
+
+/// What the executor does next ([`Pending::step`]).
+enum Step {
+    /// Process this epoch: its inputs are complete.
+    Epoch(u64),
+    /// Wait for the inputs to pass the next epoch.
+    Wait,
+    /// Stop: the records have ended and no round end still matters, so the
+    /// control outputs' capabilities go.
+    Stop,
+}
+
+/// Processes epoch `time` (with the partitions that arrived for it, and its
+/// records if any), emitting its results at the records' capability: an
+/// epoch without records has no results, and holds no capability for them.
+fn run_epoch<S: PartitionState, M: CostModel>(
+    executor: &mut Executor<S, M>,
+    data: &mut TimeStash<u64, Vec<DispatchedTo<S>>>,
+    pending: &mut Pending<S>,
+    time: u64,
+    results: &mut OutputBuilderSession<'_, u64, CapacityContainerBuilder<Vec<S::Output>>>,
+) {
+    let arrived = pending.arrivals.remove(&time).unwrap_or_default();
+    let mut held = None;
+    data.drain_while(|waiting| *waiting == time, |cap, records| held = Some((cap, records)));
+    match held {
+        Some((cap, records)) => {
+            let mut session = results.session(&cap);
+            executor.epoch(time, arrived, records, &mut |output| session.give(output));
+        }
+        None => executor.epoch(time, arrived, Vec::new(), &mut |_| {}),
+    }
+}
+
+/// Applies the plan update that holds from the epoch after round end
+/// `time`, if one came: the partitions leaving, for their new owners. An
+/// update that cannot be applied means the workers' plans diverged, which
+/// no later epoch could repair.
+fn apply_update<S: PartitionState, M: CostModel>(
+    executor: &mut Executor<S, M>,
+    pending: &mut Pending<S>,
+    time: u64,
+) -> Option<Vec<Packet<S>>> {
+    let update = pending.updates.remove(&(time + 1))?;
+    let leaving = executor
+        .apply_update(time, &update)
+        .unwrap_or_else(|error| panic!("cannot apply the plan update for epoch {}: {error}", time + 1));
+    Some(leaving)
 }
 
 /// The executor operator: when each epoch is complete, hands it to the
@@ -458,7 +535,6 @@ fn execute<'scope, S: PartitionState, M: CostModel + 'static>(
         let mut data: TimeStash<u64, Vec<DispatchedTo<S>>> = TimeStash::default();
         let mut pending = Pending::default();
         move |frontiers| {
-            let (data_frontier, plan_frontier, state_frontier) = (&frontiers[0], &frontiers[1], &frontiers[2]);
             data_in.for_each_stamp(|cap, batches| {
                 if let Some(held) = data.at(&cap) {
                     for batch in batches {
@@ -466,11 +542,7 @@ fn execute<'scope, S: PartitionState, M: CostModel + 'static>(
                     }
                 }
             });
-            plan_in.for_each_stamp(|_, batches| {
-                for update in batches.flat_map(|batch| batch.drain(..)) {
-                    pending.updates.insert(update.effective, update);
-                }
-            });
+            plan_in.for_each_stamp(|_, batches| pending.note_updates(batches.flat_map(|batch| batch.drain(..))));
             state_in.for_each_stamp(|cap, batches| {
                 let Some(&time) = cap.least() else { return };
                 let packets = batches.flat_map(|batch| batch.drain(..)).map(|(_, packet)| packet);
@@ -482,39 +554,21 @@ fn execute<'scope, S: PartitionState, M: CostModel + 'static>(
             let mut executor = executor.borrow_mut();
             loop {
                 let round_end = round_cap.as_ref().map(|cap| *cap.time());
-                let records_ended = data_frontier.is_empty() && data.first_time().is_none();
-                if records_ended && pending.drained(round_end) {
-                    round_cap = None;
-                    packet_cap = None;
-                    break;
-                }
-                let Some(time) = pending.next(data.first_time().copied(), round_end) else {
-                    break;
-                };
-                let complete = !data_frontier.less_equal(&time)
-                    && !plan_frontier.less_equal(&time)
-                    && !state_frontier.less_equal(&time);
-                if !complete {
-                    break;
-                }
-                let arrived = pending.arrivals.remove(&time).unwrap_or_default();
-                let mut held = None;
-                data.drain_while(|waiting| *waiting == time, |cap, records| held = Some((cap, records)));
-                match held {
-                    Some((cap, records)) => {
-                        let mut session = results_session.session(&cap);
-                        executor.epoch(time, arrived, records, &mut |output| session.give(output));
+                let time = match pending.step(data.first_time().copied(), frontiers, round_end) {
+                    Step::Epoch(time) => time,
+                    Step::Wait => break,
+                    Step::Stop => {
+                        round_cap = None;
+                        packet_cap = None;
+                        break;
                     }
-                    None => executor.epoch(time, arrived, Vec::new(), &mut |_| {}),
-                }
+                };
+                run_epoch(&mut executor, &mut data, &mut pending, time, &mut results_session);
                 if Some(time) == round_end {
                     debug_assert!(executor.ends_round(time));
                     let cap = round_cap.as_mut().expect("held until the input ends");
                     reports_session.session(&*cap).give(executor.end_round(time));
-                    if let Some(update) = pending.updates.remove(&(time + 1)) {
-                        let leaving = executor.apply_update(time, &update).unwrap_or_else(|error| {
-                            panic!("cannot apply the plan update for epoch {}: {error}", time + 1)
-                        });
+                    if let Some(leaving) = apply_update(&mut executor, &mut pending, time) {
                         packets_session
                             .session(packet_cap.as_ref().expect("held with the round capability"))
                             .give_iterator(leaving.into_iter());

@@ -108,94 +108,160 @@ pub fn plan_reduction(model: &dyn CostModel, request: &ReductionRequest, partiti
     costed.sort_by(|(a, p), (b, q)| b.total_cmp(a).then(p.id.cmp(&q.id)));
     let high: f64 = costed.iter().map(|(c, _)| c).sum();
     let low = request.low_cost;
-    let gap = (high - low).abs();
-    let accept = |after: f64| after < gap - request.margin * high;
-    if costed.is_empty() {
+    let loaded = Loaded {
+        costed,
+        high,
+        low,
+        gap: (high - low).abs(),
+        margin: request.margin,
+    };
+    if loaded.costed.is_empty() {
         return Reduction::None {
             reason: "the worker holds no partition".into(),
         };
     }
-
-    // 1. A subset: greedily take partitions that fit in the ideal amount
-    //    and carry enough of it (see MOVE_FLOOR), keeping at least one (a
-    //    shared one stays: it is only shared further).
-    let ideal = (high - low) / 2.0;
-    let mut room = ideal;
-    let mut ids = Vec::new();
-    let mut moved = 0.0;
-    for &(c, p) in &costed {
-        let fits = c <= room && c > 0.0 && c >= MOVE_FLOOR * ideal;
-        if ids.len() + 1 < costed.len() && fits && p.holders == 1 {
-            ids.push(p.id);
-            room -= c;
-            moved += c;
-        }
+    if let Some(reduction) = loaded.move_subset() {
+        return reduction;
     }
-    let after = ((high - moved) - (low + moved)).abs();
-    if !ids.is_empty() && accept(after) {
-        return Reduction::Move {
-            ids,
-            gap: (gap, after),
-            shed: moved,
-        };
-    }
-
-    // 2. A split of the costliest partition that has more than one cell.
-    let splittable = costed.iter().find(|(_, p)| p.rect.area() > 1 && p.holders == 1);
+    let splittable = loaded.splittable();
     let mut split_gap = None;
-    if let Some(&(whole, target)) = splittable {
-        let (after, line, move_second) = best_split_line(target, cost, high - whole, low);
-        if accept(after) {
-            let (first, second) = target.stats.split_totals(line.axis, line.after);
-            return Reduction::Split {
-                id: target.id,
-                line,
-                move_second,
-                gap: (gap, after),
-                shed: cost(if move_second { second } else { first }),
-            };
+    if let Some((whole, target)) = splittable {
+        match loaded.split(whole, target, &cost) {
+            Ok(reduction) => return reduction,
+            Err(after) => split_gap = Some((target.id, after)),
         }
-        split_gap = Some((target.id, after));
+    }
+    if let Some(reduction) = loaded.share() {
+        return reduction;
+    }
+    loaded
+        .isolate(splittable, &cost)
+        .unwrap_or_else(|| loaded.explain(split_gap))
+}
+
+/// The most loaded worker as the reduction weighs it: its partitions by
+/// descending cost, its cost `high` and the least loaded worker's `low`,
+/// shared by the stages, which are tried in turn until one narrows the gap.
+struct Loaded<'c, 'a> {
+    costed: Vec<(f64, &'c Candidate<'a>)>,
+    high: f64,
+    low: f64,
+    /// |C_H − C_L| now.
+    gap: f64,
+    /// See [`ReductionRequest::margin`].
+    margin: f64,
+}
+
+impl<'c, 'a> Loaded<'c, 'a> {
+    /// Whether a change leaving the gap at `after` narrows it enough to be
+    /// worth making.
+    fn accept(&self, after: f64) -> bool {
+        after < self.gap - self.margin * self.high
     }
 
-    // 3. Hand the least loaded worker the part of a one-cell partition's
-    //    points that closes the gap (half of it), keeping some: the one
-    //    that narrows the gap most, one the partner holds already first
-    //    (no new copy of its queries).
-    let shared = costed
-        .iter()
-        .filter(|(c, p)| p.rect.area() == 1 && *c > 0.0)
-        .map(|&(c, p)| {
-            let handed = ((high - low) / 2.0).clamp(0.0, MAX_HANDED * c);
-            let after = ((high - handed) - (low + handed)).abs();
-            (after, !p.low_holds, p.id, (handed, c))
+    /// 1. A subset: greedily take partitions that fit in the ideal amount
+    ///    and carry enough of it (see MOVE_FLOOR), keeping at least one (a
+    ///    shared one stays: it is only shared further).
+    fn move_subset(&self) -> Option<Reduction> {
+        let (high, low) = (self.high, self.low);
+        let ideal = (high - low) / 2.0;
+        let mut room = ideal;
+        let mut ids = Vec::new();
+        let mut moved = 0.0;
+        for &(c, p) in &self.costed {
+            let fits = c <= room && c > 0.0 && c >= MOVE_FLOOR * ideal;
+            if ids.len() + 1 < self.costed.len() && fits && p.holders == 1 {
+                ids.push(p.id);
+                room -= c;
+                moved += c;
+            }
+        }
+        let after = ((high - moved) - (low + moved)).abs();
+        if ids.is_empty() || !self.accept(after) {
+            return None;
+        }
+        Some(Reduction::Move {
+            ids,
+            gap: (self.gap, after),
+            shed: moved,
         })
-        .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-    if let Some((after, _, id, (shed, c))) = shared.filter(|&(after, ..)| accept(after)) {
-        return Reduction::Share {
+    }
+
+    /// The costliest partition that has more than one cell and is not
+    /// shared, with its cost: the one a split (stage 2) or the isolating
+    /// cuts (stage 4) work on.
+    fn splittable(&self) -> Option<(f64, &'c Candidate<'a>)> {
+        self.costed
+            .iter()
+            .find(|(_, p)| p.rect.area() > 1 && p.holders == 1)
+            .copied()
+    }
+
+    /// 2. A split of the costliest partition that has more than one cell
+    ///    (`target`, costing `whole`), or the gap its best split would
+    ///    leave, for the reason given when nothing is done.
+    fn split(&self, whole: f64, target: &Candidate<'_>, cost: &impl Fn(Totals) -> f64) -> Result<Reduction, f64> {
+        let (after, line, move_second) = best_split_line(target, cost, self.high - whole, self.low);
+        if !self.accept(after) {
+            return Err(after);
+        }
+        let (first, second) = target.stats.split_totals(line.axis, line.after);
+        Ok(Reduction::Split {
+            id: target.id,
+            line,
+            move_second,
+            gap: (self.gap, after),
+            shed: cost(if move_second { second } else { first }),
+        })
+    }
+
+    /// 3. Hand the least loaded worker the part of a one-cell partition's
+    ///    points that closes the gap (half of it), keeping some: the one
+    ///    that narrows the gap most, one the partner holds already first
+    ///    (no new copy of its queries).
+    fn share(&self) -> Option<Reduction> {
+        let (high, low) = (self.high, self.low);
+        let shared = self
+            .costed
+            .iter()
+            .filter(|(c, p)| p.rect.area() == 1 && *c > 0.0)
+            .map(|&(c, p)| {
+                let handed = ((high - low) / 2.0).clamp(0.0, MAX_HANDED * c);
+                let after = ((high - handed) - (low + handed)).abs();
+                (after, !p.low_holds, p.id, (handed, c))
+            })
+            .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+        let (after, _, id, (shed, c)) = shared.filter(|&(after, ..)| self.accept(after))?;
+        Some(Reduction::Share {
             id,
             handed: shed / c,
-            gap: (gap, after),
+            gap: (self.gap, after),
             shed,
-        };
+        })
     }
 
-    // 4. Under a wide gap (small ones are left to the margin), cut the
-    //    costliest partition toward its costly cells.
-    let isolation = splittable
-        .filter(|_| gap > ISOLATE_GAP * high)
-        .map(|(_, target)| (target.id, isolating_cuts(target, cost, (high - low) / 2.0)))
-        .filter(|(_, cuts)| !cuts.is_empty());
-    match isolation {
-        Some((id, cuts)) => Reduction::Isolate { id, cuts },
-        None => Reduction::None {
+    /// 4. Under a wide gap (small ones are left to the margin), cut the
+    ///    costliest partition toward its costly cells.
+    fn isolate(&self, splittable: Option<(f64, &Candidate<'_>)>, cost: &impl Fn(Totals) -> f64) -> Option<Reduction> {
+        splittable
+            .filter(|_| self.gap > ISOLATE_GAP * self.high)
+            .map(|(_, target)| (target.id, isolating_cuts(target, cost, (self.high - self.low) / 2.0)))
+            .filter(|(_, cuts)| !cuts.is_empty())
+            .map(|(id, cuts)| Reduction::Isolate { id, cuts })
+    }
+
+    /// Why nothing narrows the gap, with what the best split
+    /// (`split_gap`: of which partition, leaving what gap) would leave.
+    fn explain(&self, split_gap: Option<(PartitionId, f64)>) -> Reduction {
+        let gap = self.gap;
+        Reduction::None {
             reason: match split_gap {
                 Some((id, after)) => format!(
                     "no subset or sharing narrows the gap {gap:.3}, and the best split of partition {id} leaves {after:.3}"
                 ),
                 None => format!("no subset or sharing narrows the gap {gap:.3}, and no partition can be split"),
             },
-        },
+        }
     }
 }
 

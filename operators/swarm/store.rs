@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::Error;
 
-use super::app::{query_cells_of, PartitionState};
+use super::app::PartitionState;
 use super::cost::{CostModel, WorkerLoad};
 use super::dispatch::Dispatched;
 use super::geometry::{Cell, CellRect, OutOfBounds, Rect};
@@ -19,6 +19,7 @@ use super::ids::{IdMint, PartitionId};
 use super::index::{GlobalIndex, PlanChange, SplitLine};
 use super::merge::plan_merges;
 use super::plan::PlanUpdate;
+use super::query_store::query_cells_of;
 use super::rebalance::{plan_reduction, Candidate, Reduction, ReductionRequest};
 use super::stats::PartitionStats;
 

@@ -14,9 +14,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::hash::key_hash;
 
-use super::app::{Match, PartitionState, Point, Query, Registered};
+use super::app::{PartitionState, Point, Query};
 use super::cost::CostModel;
 use super::geometry::{Cell, CellRect};
+use super::query_store::Registered;
+use super::range_queries::Match;
 use super::stats::Totals;
 
 /// A set of keywords, as sorted distinct 64-bit ids.
