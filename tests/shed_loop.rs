@@ -458,6 +458,7 @@ fn identification_on_the_users_dataflow_finds_its_queue_and_a_stable_design() {
     for workers in 1..=2 {
         let measured = measured_capacity(workers);
         let seen = Run::new(workers, 2.0 * capacity() * workers as f64, 3.0).go(move || Excited::around(measured));
+        let quiet = measured.min(measured_capacity(workers)) >= 0.9 * capacity();
         for s in &seen {
             assert_eq!(s.processed, s.arrived - s.dropped, "nothing admitted is lost");
             // With the cores to itself (the capacity measured is the 20 µs
@@ -466,9 +467,11 @@ fn identification_on_the_users_dataflow_finds_its_queue_and_a_stable_design() {
             // busy processes the dataflow's service rate swings period by
             // period and it is no fixed queue: the gain fitted was -0.06 to
             // 2.1 times the queue's at the median capacity (seven runs beside
-            // two busy loops), so identification needs the cores to itself,
-            // and only the books are checked then.
-            if measured < 0.9 * capacity() {
+            // two busy loops), so identification needs the cores to itself:
+            // the model is checked only when the capacity measured before
+            // and after the run is the records' own (a competitor that
+            // started during the run shows after it).
+            if !quiet {
                 continue;
             }
             let model = fit_periods(&s.periods, TARGET_MS).unwrap();
