@@ -7,9 +7,9 @@
 //! profiles are set relative to it. Every run is one pass in real time.
 
 use clap::Parser;
+use equipoise::shed::design::{design, nominal_pi, MEASURED_DELAY_POLES, NOMINAL_POLES};
 use equipoise::shed::Actuation;
 use equipoise::shed::Prediction;
-use equipoise::shed::{design, nominal_pi, MEASURED_DELAY_POLES, NOMINAL_POLES};
 use equipoise_lab::common::median::{median_by, spread};
 use equipoise_lab::shed::identification::Identification;
 use equipoise_lab::shed::job::{run_shedding, ControllerSpec, ShedJob, ShedReport};

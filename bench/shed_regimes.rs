@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use equipoise::shed::{nominal_pi, NOMINAL_POLES};
+use equipoise::shed::design::{nominal_pi, NOMINAL_POLES};
 use equipoise_lab::common::median::spread;
 use equipoise_lab::shed::job::{run_shedding, ControllerSpec, ShedJob, ShedReport};
 use equipoise_lab::shed::scenario::{scenarios, Scenario};

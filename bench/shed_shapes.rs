@@ -19,7 +19,7 @@
 //! each other.
 
 use clap::Parser;
-use equipoise::shed::{nominal_pi, NOMINAL_POLES};
+use equipoise::shed::design::{nominal_pi, NOMINAL_POLES};
 use equipoise_lab::common::median::spread;
 use equipoise_lab::shed::job::{run_shedding, ControllerSpec, ShedJob, ShedReport};
 use equipoise_lab::shed::profile::Profile;

@@ -10,13 +10,10 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use clap::Parser;
-use equipoise::swarm::random_change;
-use equipoise::swarm::IdMint;
-use equipoise::swarm::PartitionStats;
-use equipoise::swarm::{best_line, best_line_exhaustive};
-use equipoise::swarm::{normalized, CostModel, RangeQueryCost};
-use equipoise::swarm::{Axis, GlobalIndex};
-use equipoise::swarm::{Cell, CellRect, Grid, OutOfBounds, Rect};
+use equipoise::swarm::plan::{
+    best_line, best_line_exhaustive, normalized, random_change, GlobalIndex, IdMint, PartitionStats,
+};
+use equipoise::swarm::{Axis, Cell, CellRect, CostModel, Grid, OutOfBounds, RangeQueryCost, Rect};
 use equipoise_lab::common::median::median_by;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};

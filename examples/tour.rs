@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use equipoise::pkg::Scheme;
-use equipoise::shed::{nominal_pi, NOMINAL_POLES};
+use equipoise::shed::design::{nominal_pi, NOMINAL_POLES};
 use equipoise::swarm::RangeQueries;
 use equipoise::swarm::{Grid, Rect};
 use equipoise_lab::common::cluster::ClusterArgs;

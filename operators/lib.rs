@@ -22,6 +22,12 @@
 //!   against the coarse algorithm.
 //! - [`common`]: deterministic hashing, the library's error, busy work.
 //!
+//! Each capability's root holds what a program names: its operators, their
+//! settings, handles and events. What simulators and experiments use
+//! besides is in a public module of its own: [`pkg::sim`] (the routers),
+//! [`swarm::plan`] (the index and the planning algorithms), [`shed::design`]
+//! (identification and controller design).
+//!
 //! Features: `differential` (on by default) adds [`skew`] and
 //! `pkg::PkgCountCollection`; `clap` derives `clap::ValueEnum` for the enums a
 //! command line picks from (`Scheme`, `Actuation`, `Prediction`).

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use differential_dataflow::input::InputSession;
 use equipoise::common::hash::key_hash;
-use equipoise::pkg::top_of;
+use equipoise::pkg::sim::top_of;
 use equipoise::pkg::{Aggregate, PartialKeyGrouping, PkgCount, PkgCountCollection, Scheme, TopK};
 use equipoise::skew::SkewReduce;
 use proptest::prelude::*;

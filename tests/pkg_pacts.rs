@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use equipoise::common::hash::{key_hash, splitmix64};
-use equipoise::pkg::two_choices;
+use equipoise::pkg::sim::two_choices;
 use equipoise::pkg::{Grouped, Grouping, PartialKeyGrouping, Router, Scheme};
 use timely::dataflow::channels::pact::ParallelizationContract;
 use timely::dataflow::operators::generic::Operator;

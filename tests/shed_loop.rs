@@ -7,10 +7,10 @@ use std::rc::Rc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use equipoise::shed::default_poles;
+use equipoise::shed::design::{default_poles, design, fit_periods, nominal_pi, NOMINAL_POLES};
 use equipoise::shed::{
-    design, fit_periods, nominal_pi, Auto, Controller, Excited, LoopEvent, LoopEventBuilder, LoopPeriod, LoopSettings,
-    NoShedding, Pi, Prediction, ShedLoop, TimeSliced, LOG_NAME, NOMINAL_POLES,
+    Auto, Controller, Excited, LoopEvent, LoopEventBuilder, LoopPeriod, LoopSettings, NoShedding, Pi, Prediction,
+    ShedLoop, TimeSliced, LOG_NAME,
 };
 use timely::dataflow::operators::{Exchange, Input, Inspect, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};

@@ -1,9 +1,9 @@
 //! The shedding example and job: no overload means no loss, overload is
 //! shed, and bad input is a clear error.
 
+use equipoise::shed::design::{nominal_pi, NOMINAL_POLES};
 use equipoise::shed::Actuation;
 use equipoise::shed::PiParams;
-use equipoise::shed::{nominal_pi, NOMINAL_POLES};
 use equipoise_lab::shed::job::ShedMode;
 use equipoise_lab::shed::job::{run_shedding, ControllerSpec, ShedJob};
 use equipoise_lab::shed::profile::Profile;

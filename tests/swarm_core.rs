@@ -3,17 +3,15 @@
 
 use std::collections::BTreeSet;
 
-use equipoise::swarm::plan_merges;
-use equipoise::swarm::random_change;
-use equipoise::swarm::IdMint;
-use equipoise::swarm::{
-    best_line, best_line_exhaustive, best_split, plan_reduction, Candidate, Reduction, ReductionRequest,
+use equipoise::swarm::plan::{
+    best_line, best_line_exhaustive, best_split, normalized, plan_merges, plan_reduction, random_change, Candidate,
+    GlobalIndex, IdMint, PartitionStats, Reduction, ReductionRequest,
 };
-use equipoise::swarm::{normalized, CostModel, RangeQueryCost};
-use equipoise::swarm::{Axis, GlobalIndex, PlanChange, SplitLine};
+use equipoise::swarm::{Axis, PlanChange, SplitLine};
 use equipoise::swarm::{Cell, CellRect, Grid, Rect};
+use equipoise::swarm::{CostModel, RangeQueryCost};
 use equipoise::swarm::{Decision, DecisionPolicy, FiveStage, RoundSummary, Stage, Threshold};
-use equipoise::swarm::{PartitionStats, QueryAge, Totals};
+use equipoise::swarm::{QueryAge, Totals};
 use proptest::prelude::*;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use equipoise::pkg::top_of;
+use equipoise::pkg::sim::top_of;
 use equipoise::pkg::Scheme;
 use equipoise_lab::common::cluster::ClusterArgs;
 use equipoise_lab::common::keys::{KeySampler, KeySpec};

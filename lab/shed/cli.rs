@@ -20,10 +20,10 @@ use super::job::{capacity_per_worker, ControllerSpec, CostStep, ShedJob, ShedMod
 use super::plot::{write_trace_csv, write_trace_svg};
 use super::profile::Profile;
 use super::readers::Readers;
+use equipoise::shed::design::{closed_loop_poles, default_poles, design, is_stable, nominal_model, nominal_pi};
 use equipoise::shed::Actuation;
 use equipoise::shed::PiParams;
 use equipoise::shed::Prediction;
-use equipoise::shed::{closed_loop_poles, default_poles, design, is_stable, nominal_model, nominal_pi};
 
 /// Load shedding held at a delay target by a PI controller.
 #[derive(clap::Parser, Debug)]

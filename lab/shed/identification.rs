@@ -8,9 +8,9 @@ use crate::common::Error;
 
 use super::job::{run_shedding, ControllerSpec, ShedJob};
 use super::profile::Profile;
+use equipoise::shed::design::{fit_identification, nominal_pi, ArxModel, MEASURED_DELAY_POLES};
 use equipoise::shed::ExcitationSpec;
 use equipoise::shed::Prediction;
-use equipoise::shed::{fit_identification, nominal_pi, ArxModel, MEASURED_DELAY_POLES};
 
 /// How to identify the shedding dataflow.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -383,7 +383,7 @@ impl<P: Clone + 'static, Q: Clone + 'static> SpatialJob<P, Q> {
             ));
         }
         if let PolicySpec::StaticBlocks(k) = self.policy {
-            equipoise::swarm::GlobalIndex::blocks(self.grid.clone(), cluster.total_workers(), k)
+            equipoise::swarm::plan::GlobalIndex::blocks(self.grid.clone(), cluster.total_workers(), k)
                 .map_err(|e| Error::invalid("--policy", e.to_string()))?;
         }
         self.config().validate()?;

@@ -26,7 +26,7 @@ pub struct Counter {
 /// `seen / capacity` occurrences is monitored.
 ///
 /// ```
-/// use equipoise::pkg::SpaceSaving;
+/// use equipoise::pkg::sim::SpaceSaving;
 ///
 /// let mut sketch = SpaceSaving::new(2);
 /// for key in [7, 7, 1, 7, 2, 7, 3] {

@@ -116,7 +116,7 @@ pub trait ShedLoop<'scope, T: Timestamp + TotalOrder, D> {
     /// use std::time::Duration;
     /// use timely::dataflow::operators::{Input, Inspect, Probe};
     /// use timely::dataflow::ProbeHandle;
-    /// use equipoise::shed::{default_poles, nominal_pi};
+    /// use equipoise::shed::design::{default_poles, nominal_pi};
     /// use equipoise::shed::Prediction;
     /// use equipoise::shed::{LoopSettings, Pi, ShedLoop};
     ///

@@ -1,6 +1,11 @@
-//! System identification and controller design (the PILS paper, Sections
-//! 3–4): fit a second-order ARX model of delay against input rate by least
-//! squares, then place the closed-loop poles of a PI controller on it.
+//! For simulators and experiments: system identification and pole-placement
+//! design of the PI controllers (the PILS paper, Sections 3–4).
+//!
+//! Fit a second-order ARX model of delay against input rate by least
+//! squares ([`fit_periods`], [`fit_identification`]), then place the
+//! closed-loop poles of a PI controller on it ([`design`]); or design for
+//! the queue a dataflow is to first order ([`nominal_pi`], the controllers'
+//! default).
 
 use std::fmt;
 
@@ -38,7 +43,7 @@ impl fmt::Display for ArxModel {
 /// Fits the ARX model to a record of input rates `input[k]` and mean delays
 /// `delay[k]` by least squares. An error if the record is too short or the
 /// input did not excite the system enough to tell the parameters apart.
-pub fn fit_arx(input: &[f64], delay: &[f64]) -> Result<ArxModel, Error> {
+pub(crate) fn fit_arx(input: &[f64], delay: &[f64]) -> Result<ArxModel, Error> {
     if input.len() != delay.len() {
         return Err(Error::invalid(
             "identification",
@@ -181,7 +186,7 @@ fn cancelling_pair(model: &ArxModel) -> Option<(f64, f64)> {
 /// The PI with u = 1 placing the closed-loop poles of the first-order plant
 /// AD(k) = a·AD(k−1) + b·I(k−1) at `poles`:
 /// (z − 1)(z − a) + g·b·(z − r) = (z − p1)(z − p2).
-pub fn first_order_pi(a: f64, b: f64, poles: (f64, f64)) -> PiParams {
+pub(crate) fn first_order_pi(a: f64, b: f64, poles: (f64, f64)) -> PiParams {
     let (p1, p2) = poles;
     let gb = 1.0 + a - p1 - p2;
     PiParams {

@@ -1,7 +1,7 @@
 //! PI-controlled load shedding (Huang et al., "PILS"): a delay monitor on
 //! the output frontier, controllers (PI, the coarse algorithm, none), the
 //! shedding operator, the throttle that slows a source instead, and
-//! identification and pole-placement design.
+//! identification and pole-placement design ([`design`]).
 
 mod acting;
 mod actuator;
@@ -9,7 +9,7 @@ mod auto;
 mod closed_loop;
 mod controller;
 mod deadline;
-mod design;
+pub mod design;
 mod drops;
 mod events;
 mod excitation;
@@ -31,10 +31,6 @@ pub use auto::Auto;
 pub use closed_loop::{LoopHandle, ShedLoop};
 pub use controller::{Bounded, Coarse, Controller, NoShedding, Pi, PiParams};
 pub use deadline::Deadline;
-pub use design::{
-    closed_loop_poles, default_poles, design, first_order_pi, fit_arx, fit_identification, fit_periods, is_stable,
-    nominal_model, nominal_pi, ArxModel, Design, MEASURED_DELAY_POLES, NOMINAL_POLES,
-};
 pub use drops::Drops;
 pub use events::{LoopEvent, LoopEventBuilder, LoopKind, LOG_NAME};
 pub use excitation::{ExcitationSpec, Excited};

@@ -19,7 +19,7 @@ use timely::dataflow::StreamVec;
 use crate::common::stash::TimeStash;
 
 use super::coordinator::{Coordinator, Orders, Proposal, ReductionAsk, RoundReport};
-use super::plan::PlanUpdate;
+use super::plan_history::PlanUpdate;
 
 /// What the deciding coordinator sends on.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -18,7 +18,7 @@ use super::events::{SwarmEvent, SwarmEventBuilder};
 use super::forced::random_change;
 use super::ids::{IdMint, PartitionId};
 use super::index::{GlobalIndex, PlanChange};
-use super::plan::PlanUpdate;
+use super::plan_history::PlanUpdate;
 use super::rebalance::ReductionRequest;
 
 /// What a worker sends the coordinator at the end of a round.

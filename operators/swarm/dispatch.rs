@@ -33,7 +33,7 @@ use super::app::{Point, Query};
 use super::geometry::{OutOfBounds, Rect};
 use super::ids::PartitionId;
 use super::index::GlobalIndex;
-use super::plan::{PlanHistory, PlanUpdate};
+use super::plan_history::{PlanHistory, PlanUpdate};
 use super::record::{Item, Kind, Record};
 
 /// A record on its way to one partition.

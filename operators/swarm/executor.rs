@@ -21,7 +21,7 @@ use super::dispatch::{Dispatched, DispatchedTo};
 use super::events::{SwarmEvent, SwarmEventBuilder};
 use super::ids::PartitionId;
 use super::index::PlanChange;
-use super::plan::PlanUpdate;
+use super::plan_history::PlanUpdate;
 use super::store::{PartitionPacket, Store};
 
 /// What one executor did, readable by the program.

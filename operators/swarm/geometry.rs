@@ -183,7 +183,7 @@ pub struct Grid {
 }
 
 /// Most cells a grid may have (the index keeps one entry per cell).
-pub const MAX_CELLS: u64 = 1 << 26;
+pub(crate) const MAX_CELLS: u64 = 1 << 26;
 
 impl Grid {
     /// A grid of `columns × rows` cells over `bounds`, which must have a

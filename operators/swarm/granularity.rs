@@ -61,7 +61,7 @@ pub fn best_split(model: &dyn CostModel, stats: &PartitionStats, floor: f64, gai
 /// paid). Under a predicting model the merged query counts assume no query
 /// is shared, which overstates the merged work: merges err on the side of
 /// staying apart.
-pub fn cheap_merge(model: &dyn CostModel, a: &Totals, b: &Totals, floor: f64, gain: f64) -> Option<Totals> {
+pub(crate) fn cheap_merge(model: &dyn CostModel, a: &Totals, b: &Totals, floor: f64, gain: f64) -> Option<Totals> {
     let merged = *a + *b;
     let apart = model.work(&smoothed(*a)) + model.work(&smoothed(*b));
     let added = model.work(&smoothed(merged)) - apart;

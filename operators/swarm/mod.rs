@@ -10,21 +10,24 @@
 //! and duplicate nothing. Records are valid by construction ([`Record`]).
 //!
 //! The pure algorithms know nothing of timely and are public for those who
-//! build on them: geometry ([`Grid`], [`Rect`]), the grid index with point
-//! routing and range routing by Algorithm 1 ([`GlobalIndex`]), partition ids
-//! ([`IdMint`]), per-partition row/column statistics with the round-end
-//! update of Algorithm 2 and the split and merge arithmetic
-//! ([`PartitionStats`]), the cost model ([`RangeQueryCost`]), the five-stage
-//! and threshold decisions ([`FiveStage`], [`Threshold`]), and the reduction
-//! (Algorithm 3, [`plan_reduction`]) and merge planning ([`plan_merges`]).
-//! What the paper's text leaves out is ours (`docs/swarm.md`), behind traits
-//! ([`CostModel`], [`DecisionPolicy`]).
+//! build on them. Here: geometry ([`Grid`], [`Rect`]), the cost model
+//! ([`RangeQueryCost`]) and the five-stage and threshold decisions
+//! ([`FiveStage`], [`Threshold`]). What the paper's text leaves out is ours
+//! (`docs/swarm.md`), behind traits ([`CostModel`], [`DecisionPolicy`]).
+//! For simulators and experiments, the plan and the algorithms that change
+//! it are in [`plan`]: the grid index with point routing and range routing
+//! by Algorithm 1 ([`GlobalIndex`](plan::GlobalIndex)), partition ids
+//! ([`IdMint`](plan::IdMint)), per-partition row/column statistics with the
+//! round-end update of Algorithm 2 and the split and merge arithmetic
+//! ([`PartitionStats`](plan::PartitionStats)), and the reduction
+//! (Algorithm 3, [`plan_reduction`](plan::plan_reduction)) and merge
+//! planning ([`plan_merges`](plan::plan_merges)).
 //!
 //! ```
-//! use equipoise::swarm::{
-//!     normalized, plan_reduction, Candidate, Cell, CostModel, GlobalIndex, Grid, OutOfBounds,
-//!     PartitionStats, RangeQueryCost, Rect, Reduction, ReductionRequest, WorkerLoad,
+//! use equipoise::swarm::plan::{
+//!     normalized, plan_reduction, Candidate, GlobalIndex, PartitionStats, Reduction, ReductionRequest,
 //! };
+//! use equipoise::swarm::{Cell, CostModel, Grid, OutOfBounds, RangeQueryCost, Rect, WorkerLoad};
 //!
 //! // A 100 × 100 space in 16 × 16 cells, initially one partition per worker.
 //! let grid = Grid::new(Rect::new(0.0, 0.0, 100.0, 100.0)?, 16, 16)?;
@@ -70,7 +73,8 @@ mod ids;
 mod index;
 mod merge;
 mod operator;
-mod plan;
+pub mod plan;
+mod plan_history;
 mod query_store;
 mod range_queries;
 mod rebalance;
@@ -80,24 +84,20 @@ mod store;
 mod textual;
 
 pub use app::{PartitionState, Point, Query};
-pub use coordinator::{Orders, Policy, CHANGES_KEPT};
-pub use cost::{normalized, system_received, CostModel, RangeQueryCost, WorkerLoad};
+pub use coordinator::{Orders, Policy};
+pub use cost::{CostModel, RangeQueryCost, WorkerLoad};
 pub use decision::{Decision, DecisionPolicy, FiveStage, RoundSummary, Stage, Threshold, Verdict};
 pub use dispatch::Refused;
 pub use events::{SwarmEvent, SwarmEventBuilder, LOG_NAME};
 pub use executor::{EpochWork, ExecutorFigures, RECENT_EPOCHS};
-pub use forced::random_change;
-pub use geometry::{Cell, CellRect, Grid, OutOfBounds, Rect, MAX_CELLS};
-pub use granularity::{best_split, cheap_merge};
-pub use ids::{IdMint, PartitionId};
-pub use index::{Axis, GlobalIndex, PartitionInfo, PlanChange, SplitLine, FINE_PER_WORKER, SHARE_WEIGHT};
-pub use merge::plan_merges;
+pub use geometry::{Cell, CellRect, Grid, OutOfBounds, Rect};
+pub use ids::PartitionId;
+pub use index::{Axis, PlanChange, SplitLine};
 pub use operator::{InitialPlan, Swarm, SwarmConfig, SwarmHandles};
 pub use query_store::Registered;
 pub use range_queries::{Match, RangeQueries};
-pub use rebalance::{best_line, best_line_exhaustive, plan_reduction, Candidate, Reduction, ReductionRequest};
 pub use record::{Item, Record};
-pub use stats::{LineStats, PartitionStats, QueryAge, Totals};
+pub use stats::{QueryAge, Totals};
 pub use textual::{Keywords, SpatioTextual, TextualCost};
 
 #[doc(hidden)]

@@ -47,7 +47,7 @@ use super::executor::{Executor, ExecutorFigures};
 use super::geometry::{Grid, OutOfBounds};
 use super::ids::IdMint;
 use super::index::GlobalIndex;
-use super::plan::PlanUpdate;
+use super::plan_history::PlanUpdate;
 use super::record::Record;
 use super::store::{PartitionPacket, Store};
 
@@ -66,7 +66,7 @@ const SHORT_ROUNDS_FROM: usize = 16;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum InitialPlan {
     /// Fine: one cell per partition, or
-    /// [`FINE_PER_WORKER`](super::FINE_PER_WORKER) blocks per worker on a
+    /// [`FINE_PER_WORKER`](super::plan::FINE_PER_WORKER) blocks per worker on a
     /// grid of more cells, dealt along diagonals so that neighbours belong
     /// to different workers (see [`GlobalIndex::fine`]): the first epochs are as
     /// balanced as that plan, whatever the load, and SWARM moves, shares

@@ -104,7 +104,7 @@ impl PartitionStats {
     /// # Panics
     ///
     /// If `rows` or `cols` is 0: a partition has at least one cell (every
-    /// partition of a [`GlobalIndex`](super::GlobalIndex) does).
+    /// partition of a [`GlobalIndex`](super::plan::GlobalIndex) does).
     pub fn new(rows: u32, cols: u32) -> Self {
         assert!(rows > 0 && cols > 0, "a partition has at least one cell");
         PartitionStats {

@@ -18,7 +18,7 @@ use super::granularity::{best_split, cheap_merge, smoothed};
 use super::ids::{IdMint, PartitionId};
 use super::index::{GlobalIndex, PlanChange, SplitLine};
 use super::merge::plan_merges;
-use super::plan::PlanUpdate;
+use super::plan_history::PlanUpdate;
 use super::query_store::query_cells_of;
 use super::rebalance::{plan_reduction, Candidate, Reduction, ReductionRequest};
 use super::stats::PartitionStats;

@@ -8,7 +8,7 @@ use std::hash::BuildHasherDefault;
 
 use equipoise::common::hash::StableHasher;
 
-use equipoise::pkg::least_loaded;
+use equipoise::pkg::sim::least_loaded;
 use equipoise::pkg::{Grouping, Router};
 
 type Table = HashMap<u64, usize, BuildHasherDefault<StableHasher>>;

@@ -8,9 +8,8 @@ use crate::common::Error;
 use equipoise::common::hash::splitmix64;
 
 use super::greedy::{offline_greedy, OnlineGreedy};
-use equipoise::pkg::less_loaded;
-use equipoise::pkg::two_choices;
-use equipoise::pkg::{Grouping, Router, Scheme, SchemeRouter};
+use equipoise::pkg::sim::{less_loaded, two_choices, SchemeRouter};
+use equipoise::pkg::{Grouping, Router, Scheme};
 
 use super::stream::Dataset;
 
