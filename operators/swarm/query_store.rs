@@ -370,26 +370,10 @@ impl<Q: Clone> Registered<Q> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::swarm::app::{PartitionState, Point};
+    use crate::swarm::app::PartitionState;
+    use crate::swarm::range_queries::tests::{add, evaluate, grid};
     use crate::swarm::range_queries::RangeQueries;
     use proptest::prelude::*;
-
-    fn grid() -> Grid {
-        Grid::new(Rect::new(0.0, 0.0, 10.0, 10.0).unwrap(), 10, 10).unwrap()
-    }
-
-    fn add(state: &mut RangeQueries, id: u64, rect: Rect, within: &CellRect, round: u64) {
-        let cells = query_cells_of(&grid(), &rect).intersection(within).unwrap();
-        state.add_query(Query::new(id, rect), cells, round);
-    }
-
-    fn evaluate(state: &mut RangeQueries, x: f64, y: f64) -> (u64, Vec<u64>) {
-        let cell = grid().cell_of(x, y, OutOfBounds::Reject).unwrap();
-        let mut matched = Vec::new();
-        let checks = state.evaluate(&Point::new(9, x, y), cell, &mut |m| matched.push(m.query));
-        matched.sort();
-        (checks, matched)
-    }
 
     #[derive(Debug, Clone)]
     enum Step {

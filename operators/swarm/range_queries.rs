@@ -71,23 +71,24 @@ impl PartitionState for RangeQueries {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::swarm::app::Query;
     use crate::swarm::geometry::{CellRect, Grid, OutOfBounds, Rect};
     use crate::swarm::query_store::query_cells_of;
     use crate::swarm::stats::QueryAge;
 
-    fn grid() -> Grid {
+    /// A 10 × 10 space of unit cells (the query store's tests use these too).
+    pub(crate) fn grid() -> Grid {
         Grid::new(Rect::new(0.0, 0.0, 10.0, 10.0).unwrap(), 10, 10).unwrap()
     }
 
-    fn add(state: &mut RangeQueries, id: u64, rect: Rect, within: &CellRect, round: u64) {
+    pub(crate) fn add(state: &mut RangeQueries, id: u64, rect: Rect, within: &CellRect, round: u64) {
         let cells = query_cells_of(&grid(), &rect).intersection(within).unwrap();
         state.add_query(Query::new(id, rect), cells, round);
     }
 
-    fn evaluate(state: &mut RangeQueries, x: f64, y: f64) -> (u64, Vec<u64>) {
+    pub(crate) fn evaluate(state: &mut RangeQueries, x: f64, y: f64) -> (u64, Vec<u64>) {
         let cell = grid().cell_of(x, y, OutOfBounds::Reject).unwrap();
         let mut matched = Vec::new();
         let checks = state.evaluate(&Point::new(9, x, y), cell, &mut |m| matched.push(m.query));
