@@ -33,7 +33,10 @@
 //! parts' results reduced on the key's owner are not counted.
 //! The workers' CPU seconds (summed over the timed part, median over
 //! rounds) tell the cost apart from the time: a balanced run can finish
-//! sooner on more CPU.
+//! sooner on more CPU. The last column sets the skew-proof operator's
+//! busiest worker's input against differential's mean worker's: against
+//! a perfect spread of differential's work (a combining reduction's own
+//! mean shrinks with its total, and is no yardstick).
 //! `--work-workers` adds runs at more worker threads for the work counts
 //! alone (they do not depend on the cores). Every run's digest of the
 //! output must equal every other's of the same operator on the same keys.
@@ -352,14 +355,23 @@ fn max_over_mean(work: &[u64]) -> f64 {
     busiest(work) / mean.max(1.0)
 }
 
+/// The skew-proof operator's busiest worker's work over differential's
+/// mean worker's: the balance measured against a perfect spread of the
+/// work differential does (the reductions shrink the total, so their own
+/// mean is no yardstick).
+fn busiest_over_plain_mean(skew: &[u64], plain: &[u64]) -> f64 {
+    let mean = plain.iter().sum::<u64>() as f64 / plain.len() as f64;
+    busiest(skew) / mean.max(1.0)
+}
+
 fn main() {
     let args = Args::parse();
     println!(
         "differential operators on {} epochs x {} facts (each retracted {} epochs later), joins with a table of one row per key, {} rounds; seconds median [min, max]; epoch latency ms, median over rounds",
         args.epochs, args.inserts, args.window, args.rounds
     );
-    println!("| operator | keys | hottest key | workers | differential's s | skew-proof s | updates/s, differential's | updates/s, skew-proof | skew-proof / differential's, updates/s (paired [range]) | epoch p50 / p99 ms, differential's | the same, skew-proof | input busiest / mean, differential's | the same, skew-proof | gain the work allows (busiest's input, differential's / skew-proof) | table rows copied (hot keys) | output busiest / mean, differential's / skew-proof | workers' CPU s, differential's / skew-proof (skew-proof ÷ differential's) |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| operator | keys | hottest key | workers | differential's s | skew-proof s | updates/s, differential's | updates/s, skew-proof | skew-proof / differential's, updates/s (paired [range]) | epoch p50 / p99 ms, differential's | the same, skew-proof | input busiest / mean, differential's | the same, skew-proof | gain the work allows (busiest's input, differential's / skew-proof) | table rows copied (hot keys) | output busiest / mean, differential's / skew-proof | workers' CPU s, differential's / skew-proof (skew-proof ÷ differential's) | skew-proof busiest ÷ differential's mean, input |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for &op in &args.ops {
         let [plain, skewed] = op.names();
         for spec in &args.keys {
@@ -413,7 +425,7 @@ fn main() {
                         format!("{:.3} / {:.3} ({:.2})", cpu[0], cpu[1], cpu[1] / cpu[0])
                     });
                 println!(
-                    "| {plain} / {skewed} | {spec} | {:.3} | {workers} | {} | {} | {:.2} M | {:.2} M | {:.2} ({:.2} [{:.2}, {:.2}]) | {} | {} | {:.2} | {:.2} | {:.2} | {} ({}) | {:.2} / {:.2} | {cpu} |",
+                    "| {plain} / {skewed} | {spec} | {:.3} | {workers} | {} | {} | {:.2} M | {:.2} M | {:.2} ({:.2} [{:.2}, {:.2}]) | {} | {} | {:.2} | {:.2} | {:.2} | {} ({}) | {:.2} / {:.2} | {cpu} | {:.2} |",
                     sampler.probability(0),
                     cell(spreads[0]),
                     cell(spreads[1]),
@@ -432,6 +444,7 @@ fn main() {
                     counted.hot_keys,
                     max_over_mean(&runs[0][0].output),
                     max_over_mean(&counted.output),
+                    busiest_over_plain_mean(&counted.work, &runs[0][0].work),
                 );
             }
             for &workers in &args.work_workers {
@@ -441,13 +454,14 @@ fn main() {
                 }
                 let (plain_balance, skew_balance) = (max_over_mean(&runs[0].work), max_over_mean(&runs[1].work));
                 println!(
-                    "| {plain} / {skewed} | {spec} | {:.3} | {workers} (work counts only) | | | | | | | | {plain_balance:.2} | {skew_balance:.2} | {:.2} | {} ({}) | {:.2} / {:.2} | |",
+                    "| {plain} / {skewed} | {spec} | {:.3} | {workers} (work counts only) | | | | | | | | {plain_balance:.2} | {skew_balance:.2} | {:.2} | {} ({}) | {:.2} / {:.2} | | {:.2} |",
                     sampler.probability(0),
                     busiest(&runs[0].work) / busiest(&runs[1].work),
                     runs[1].copies,
                     runs[1].hot_keys,
                     max_over_mean(&runs[0].output),
                     max_over_mean(&runs[1].output),
+                    busiest_over_plain_mean(&runs[1].work, &runs[0].work),
                 );
             }
             assert!(

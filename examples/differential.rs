@@ -5,9 +5,9 @@
 //! first spreads each key's updates over the workers the grouping picks.
 //! `--reduce distinct` keeps each key in the window once instead
 //! (`distinct()`); `--reduce min` (`max`) keeps each key's least
-//! (greatest) record number (differential's `reduce`). With `--skew`,
-//! `skew_count()` (`skew_distinct()`, `skew_min()`, `skew_max()`)
-//! instead: the first two sum each worker's updates of its hot keys before
+//! (greatest) record number (differential's `reduce`), `--reduce top3`
+//! its three greatest. With `--skew`, `skew_count()` (`skew_distinct()`,
+//! `skew_min()`, `skew_max()`, `skew_reduce_associative(top3)`) instead: the first two sum each worker's updates of its hot keys before
 //! the exchange, the others reduce hot keys in two levels. With `--join`, each inserted key is a fact (key, its record
 //! number), joined with a table of one row per key by differential's
 //! `join`, or with `--skew` by `skew_join`, which splits the hot keys'
@@ -36,7 +36,7 @@ use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::VecCollection;
 use equipoise::common::hash::splitmix64;
 use equipoise::pkg::{key_hash, PkgCountCollection, PkgEvent, Scheme, LOG_NAME};
-use equipoise::skew::{SkewEvent, SkewJoin, SkewMinMax, SkewReduce, SKEW_LOG_NAME};
+use equipoise::skew::{SkewAssociative, SkewEvent, SkewJoin, SkewMinMax, SkewReduce, SKEW_LOG_NAME};
 use equipoise_lab::common::cluster::ClusterArgs;
 use equipoise_lab::common::driver::{run_gathered, OpenEpochs};
 use equipoise_lab::common::keys::{KeySampler, KeySpec};
@@ -76,7 +76,8 @@ struct Args {
     skew: bool,
     /// What to reduce the keys in the window to: `count` (each key with its
     /// multiplicity), `distinct` (each key once), `min` or `max` (each key
-    /// with its least or greatest record number).
+    /// with its least or greatest record number), `top3` (each key with its
+    /// three greatest record numbers).
     #[arg(long, value_enum, default_value_t = Reduce::Count)]
     reduce: Reduce,
     /// Synthetic keys: zipf:<exponent>:<distinct>, mandelbrot:<s>:<q>:<distinct>
@@ -123,6 +124,21 @@ enum Reduce {
     Distinct,
     Min,
     Max,
+    Top3,
+}
+
+/// A key's three greatest record numbers: associative, so
+/// `skew_reduce_associative` may reduce a hot key's parts by it and then
+/// the parts' results.
+fn top3(_: &u64, input: &[(&u64, isize)], output: &mut Vec<(u64, isize)>) {
+    let mut left = 3;
+    for &(record, count) in input.iter().rev() {
+        if left == 0 {
+            break;
+        }
+        output.push((*record, count.min(left)));
+        left -= count.min(left);
+    }
 }
 
 /// A fact: its key and its record number; a table row: its key and value.
@@ -290,14 +306,15 @@ fn run(args: Args) -> Result<(), Error> {
         let digest = Rc::new(Cell::new(0u64));
         let probe = ProbeHandle::new();
         let mut input = worker.dataflow::<u64, _, _>(|scope| match joiner {
-            None if matches!(reduce, Reduce::Min | Reduce::Max) => {
+            None if matches!(reduce, Reduce::Min | Reduce::Max | Reduce::Top3) => {
                 let (input, records) = scope.new_collection::<Fact, isize>();
-                let greatest = reduce == Reduce::Max;
-                let extremes = match (greatest, skew) {
-                    (false, false) => records.reduce(|_, values, out| out.push((*values[0].0, 1))),
-                    (true, false) => records.reduce(|_, values, out| out.push((*values[values.len() - 1].0, 1))),
-                    (false, true) => records.skew_min(),
-                    (true, true) => records.skew_max(),
+                let extremes = match (reduce, skew) {
+                    (Reduce::Min, false) => records.reduce(|_, values, out| out.push((*values[0].0, 1))),
+                    (Reduce::Max, false) => records.reduce(|_, values, out| out.push((*values[values.len() - 1].0, 1))),
+                    (Reduce::Min, true) => records.skew_min(),
+                    (Reduce::Max, true) => records.skew_max(),
+                    (_, false) => records.reduce(top3),
+                    (_, true) => records.skew_reduce_associative(top3),
                 };
                 watch(extremes, &digest, &probe);
                 Feed::Records(Box::new(input))
@@ -377,6 +394,8 @@ fn run(args: Args) -> Result<(), Error> {
             (Reduce::Min, true) => "skew_min()",
             (Reduce::Max, false) => "reduce(max)",
             (Reduce::Max, true) => "skew_max()",
+            (Reduce::Top3, false) => "reduce(top3)",
+            (Reduce::Top3, true) => "skew_reduce_associative(top3)",
         }
         .to_string(),
         (None, Some(grouping)) if slack > 0 => format!("pkg_count_with({grouping}, slack {slack})"),

@@ -126,6 +126,7 @@ fn skew_reductions_reduce_as_differentials_on_one_worker() {
         ("distinct", "distinct()", "skew_distinct()"),
         ("min", "reduce(min)", "skew_min()"),
         ("max", "reduce(max)", "skew_max()"),
+        ("top3", "reduce(top3)", "skew_reduce_associative(top3)"),
     ] {
         let reference = one_process_with(&MORE, &format!("{reduce}-1.json"), &["-w", "1", "--reduce", reduce]);
         assert_eq!(reference["counter"], plain);

@@ -1,6 +1,7 @@
 //! `skew_count`, `skew_distinct` against differential's own
-//! `count` and `distinct`, and `skew_min` and `skew_max` against
-//! differential's `reduce` to the least and greatest value: skewed
+//! `count` and `distinct`, and `skew_min`, `skew_max` and
+//! `skew_reduce_associative` (the top 3, a sum) against differential's
+//! `reduce` by the same logic: skewed
 //! collections with insertions and retractions over several times, hot
 //! keys changing, at 1 to 4 workers; the consolidated difference of each
 //! pair of outputs must be empty at every time, and the hot keys must have
@@ -11,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use differential_dataflow::input::InputSession;
 use differential_dataflow::{Hashable, VecCollection};
-use equipoise::skew::{Skew, SkewEvent, SkewEventBuilder, SkewMinMax, SkewReduce, SKEW_LOG_NAME};
+use equipoise::skew::{Skew, SkewAssociative, SkewEvent, SkewEventBuilder, SkewMinMax, SkewReduce, SKEW_LOG_NAME};
 use proptest::prelude::*;
 
 mod support;
@@ -145,9 +146,32 @@ fn hot_keys_are_combined_and_counts_and_distincts_match() {
 /// Updates of records as (key, value, time, diff).
 type Records = Vec<(u32, u32, u64, isize)>;
 
-/// `skew_min` and `skew_max` (hot keys found by `skew`, or by their
-/// default) against `reduce` to the least and greatest value.
-fn extreme_mismatches(workers: usize, updates: Records, skew: Option<Skew>) -> Found {
+/// The three greatest values of a key with a multiplicity above zero, each
+/// with its multiplicity (at most three in all): associative, as every
+/// record of a value is reduced on the same part.
+fn top3(_: &u32, input: &[(&u32, isize)], output: &mut Vec<(u32, isize)>) {
+    let mut left = 3;
+    for &(value, count) in input.iter().rev().filter(|(_, count)| *count > 0) {
+        if left == 0 {
+            break;
+        }
+        output.push((*value, count.min(left)));
+        left -= count.min(left);
+    }
+}
+
+/// The sum of a key's values times their multiplicities (wrapping).
+fn sum(_: &u32, input: &[(&u32, isize)], output: &mut Vec<(u32, isize)>) {
+    let total = input.iter().fold(0u32, |sum, &(value, count)| {
+        sum.wrapping_add(value.wrapping_mul(count as u32))
+    });
+    output.push((total, 1));
+}
+
+/// `skew_min`, `skew_max` and `skew_reduce_associative` (the top 3 and a
+/// sum), with hot keys found by `skew` or by their default, against
+/// `reduce` by the same logic.
+fn two_level_mismatches(workers: usize, updates: Records, skew: Option<Skew>) -> Found {
     let updates = updates
         .into_iter()
         .map(|(key, val, time, diff)| ((key, val), time, diff))
@@ -161,19 +185,23 @@ fn extreme_mismatches(workers: usize, updates: Records, skew: Option<Skew>) -> F
             .clone()
             .reduce(|_, values, out| out.push((*values[values.len() - 1].0, 1)));
         let tagged = |tag: u8| move |record: (u32, u32)| (tag, record, 0);
-        let (min, max) = match skew {
-            Some(skew) => (records.clone().skew_min_with(skew), records.skew_max_with(skew)),
-            None => (records.clone().skew_min(), records.skew_max()),
-        };
+        let skew = skew.unwrap_or_default();
+        let (min, max) = (records.clone().skew_min_with(skew), records.clone().skew_max_with(skew));
+        let (top, summed) = (
+            records.clone().skew_reduce_associative_with(skew, top3),
+            records.clone().skew_reduce_associative_with(skew, sum),
+        );
         min.negate()
             .concat(least)
             .map(tagged(0))
             .concat(max.negate().concat(greatest).map(tagged(1)))
+            .concat(top.negate().concat(records.clone().reduce(top3)).map(tagged(2)))
+            .concat(summed.negate().concat(records.reduce(sum)).map(tagged(3)))
     })
 }
 
 #[test]
-fn hot_keys_are_split_and_least_and_greatest_values_match() {
+fn hot_keys_are_split_and_associative_reductions_match() {
     // The hot key changes every other time (10, 11, 12, 13), and each has
     // records from time 0 on, some retracted after it turned hot; a third
     // of the inserts are retracted two times later.
@@ -193,7 +221,7 @@ fn hot_keys_are_split_and_least_and_greatest_values_match() {
         }
     }
     for workers in 1..=4 {
-        let found = extreme_mismatches(workers, updates.clone(), None);
+        let found = two_level_mismatches(workers, updates.clone(), None);
         assert_eq!(found.mismatched, 0, "{workers} workers");
         assert!(found.produced > 100, "{workers} workers: {}", found.produced);
         if workers > 1 {
@@ -231,7 +259,7 @@ proptest! {
     /// with records before, and retractions meet insertions moved to their
     /// parts.
     #[test]
-    fn skew_min_and_max_equal_reduce(
+    fn two_level_reductions_equal_reduce(
         updates in prop::collection::vec(
             (0u32..20, 0u32..30, 0u64..7, prop_oneof![Just(1isize), Just(-1), Just(2)]),
             300..600,
@@ -240,7 +268,7 @@ proptest! {
     ) {
         let updates = updates.into_iter().map(|(key, val, time, diff)| (if key >= 10 { 0 } else { key }, val, time, diff)).collect();
         let skew = Skew::default().with_hot_share(0.2).unwrap().with_min_updates(4).unwrap();
-        let found = extreme_mismatches(workers, updates, Some(skew));
+        let found = two_level_mismatches(workers, updates, Some(skew));
         prop_assert_eq!(found.mismatched, 0);
         prop_assert!(found.produced > 0);
         // (Key 0 has 150 updates or more, of which about one in 16 is counted.)

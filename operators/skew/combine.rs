@@ -5,7 +5,9 @@
 //! that follows is exact whatever each worker combines; a hot key then
 //! reaches its owner as one update per worker, time and delivery, not as
 //! its share of the stream. Each worker decides alone which keys to combine, from
-//! its own sampled counts: nothing to agree on, nothing to wait for.
+//! its own sampled counts: nothing to agree on, nothing to wait for. Until
+//! its first window of samples ends it combines every key: at the start
+//! nothing is known yet, and a whole first time's updates may arrive at once.
 
 use differential_dataflow::consolidation::consolidate_updates;
 use differential_dataflow::difference::Semigroup;
@@ -49,6 +51,10 @@ pub(crate) struct HotSet<D> {
     samples: u64,
     /// The current window's length in samples.
     window: u64,
+    /// Whether no window has ended yet: until one has, every key is
+    /// combined (nothing is known, and the start is when a hot key's
+    /// updates are most concentrated on its owner).
+    first: bool,
 }
 
 impl<D: Eq + Clone> HotSet<D> {
@@ -59,6 +65,7 @@ impl<D: Eq + Clone> HotSet<D> {
             counts: KeyCounts::default(),
             samples: 0,
             window: FIRST_WINDOW,
+            first: true,
         }
     }
 
@@ -75,7 +82,7 @@ impl<D: Eq + Clone> HotSet<D> {
                 changed = self.decide();
             }
         }
-        (self.keys.get(key, route).is_some(), changed)
+        (self.first || self.keys.get(key, route).is_some(), changed)
     }
 
     /// Ends a window: the keys with at least 2 samples and 1/[`MIN_SHARE`]
@@ -90,7 +97,8 @@ impl<D: Eq + Clone> HotSet<D> {
             .collect();
         self.samples = 0;
         self.window = (2 * self.window).min(WINDOW);
-        self.keys.replace(keys)
+        let first = std::mem::take(&mut self.first);
+        self.keys.replace(keys) || first
     }
 
     /// The route hashes of the keys combined now.
@@ -194,6 +202,27 @@ mod tests {
         assert_eq!(combined[1], later(1), "the key of 1 %, always");
         assert_eq!(combined[2], 0, "no distinct key");
         assert_eq!(hot.routes().len(), 2);
+    }
+
+    #[test]
+    fn every_key_is_combined_until_the_first_window_ends() {
+        let mut hot = HotSet::new(3);
+        let mut i = 0;
+        loop {
+            let key = 1_000 + i;
+            let (combine, changed) = hot.observe(splitmix64(key), &key);
+            if changed {
+                break;
+            }
+            assert!(combine, "update {i}, before any window ended");
+            i += 1;
+        }
+        // About FIRST_WINDOW samples of distinct keys: none is combined after.
+        assert!(
+            (FIRST_WINDOW * SAMPLE / 2..FIRST_WINDOW * SAMPLE * 2).contains(&i),
+            "{i}"
+        );
+        assert!(!hot.observe(splitmix64(7), &7).0);
     }
 
     #[test]

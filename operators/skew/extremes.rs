@@ -1,4 +1,5 @@
-//! The least and the greatest value per key: reductions in two levels.
+//! The least and the greatest value per key: associative reductions, in
+//! two levels.
 
 use differential_dataflow::difference::Semigroup;
 use differential_dataflow::lattice::Lattice;
@@ -16,12 +17,24 @@ enum Extreme {
     Max,
 }
 
-impl TwoLevel for Extreme {
-    fn reduce<V: Clone, R>(self, values: &[(&V, R)]) -> V {
-        match self {
-            Extreme::Min => values[0].0.clone(),
-            Extreme::Max => values[values.len() - 1].0.clone(),
-        }
+impl Extreme {
+    /// The least or the greatest of `input` (sorted, not empty).
+    fn of<V: Clone, R>(self, input: &[(&V, R)], output: &mut Vec<(V, isize)>) {
+        let (value, _) = match self {
+            Extreme::Min => &input[0],
+            Extreme::Max => &input[input.len() - 1],
+        };
+        output.push(((*value).clone(), 1));
+    }
+}
+
+impl<K, V: Clone, R> TwoLevel<K, V, R> for Extreme {
+    fn first(&self, _: &K, input: &[(&V, R)], output: &mut Vec<(V, isize)>) {
+        self.of(input, output)
+    }
+
+    fn second(&self, _: &K, input: &[(&V, isize)], output: &mut Vec<(V, isize)>) {
+        self.of(input, output)
     }
 }
 

@@ -9,6 +9,8 @@
 //!   `distinct`.
 //! - [`SkewMinMax`]: `skew_min`, `skew_max` in place of a `reduce` to each
 //!   key's least or greatest value.
+//! - [`SkewAssociative`]: `skew_reduce_associative` in place of a `reduce`
+//!   whose logic is associative (a sum, the top k, a union).
 //!
 //! [`Skew`] sets when a key is hot and how far a worker may be over the
 //! mean; what the operators decide is logged as [`SkewEvent`]s under
@@ -45,6 +47,7 @@
 //! ```
 
 mod arrange;
+mod associative;
 mod combine;
 mod decision;
 mod events;
@@ -59,6 +62,7 @@ mod sample;
 mod settings;
 mod two_level;
 
+pub use associative::SkewAssociative;
 pub use events::{SkewEvent, SkewEventBuilder, SKEW_LOG_NAME};
 pub use extremes::SkewMinMax;
 pub use join::{Joined, SkewJoin};

@@ -14,7 +14,8 @@ pub trait SkewReduce<'scope, T: Timestamp, K, R> {
     /// accumulated multiplicity, at every time.
     ///
     /// Each worker sums its own updates of the keys it sees often (those
-    /// with about 1/2048 of its updates or more) per key and time before
+    /// with about 1/2048 of its updates or more, and every key until it has
+    /// sampled about a thousand updates) per key and time before
     /// they are exchanged, so a hot key reaches the worker that counts it
     /// as one update per worker, time and delivery of its input; the other
     /// keys go as `count()` sends them. Sums work the same way: the multiplicity `R` is any

@@ -1,6 +1,7 @@
-//! Reductions in two levels, the core of the skew-proof least and
-//! greatest: each worker reduces its part of a hot key's records, and the
-//! key's owner reduces the parts' results. A record of a hot key is reduced
+//! Reductions in two levels, the core of the skew-proof associative
+//! reductions (the least and greatest among them): each worker reduces its
+//! part of a hot key's records, and the key's owner reduces the parts'
+//! results. A record of a hot key is reduced
 //! first on a worker fixed by the record itself and the key's first deal,
 //! so that a retraction meets its insertion; a key's records from before it
 //! turned hot move there when it does.
@@ -27,13 +28,35 @@ use super::hot_keys::hot_keys;
 use super::route::{Routes, SharedRoutes};
 use super::settings::Skew;
 
-/// A reduction of a key's values to one value that gives the same result
-/// over the results of any split of them (the least, the greatest): what
-/// can be reduced in two levels.
-pub(crate) trait TwoLevel: Copy + 'static {
-    /// The result over a key's values (not empty), sorted as a reduction
-    /// sees them.
-    fn reduce<V: Clone, R>(self, values: &[(&V, R)]) -> V;
+/// A reduction that gives the same result over the results of any split
+/// of a key's values as over the values themselves (the least, the
+/// greatest, a sum, the top k): what can be reduced in two levels. `first`
+/// reduces the records of a part (or of a key reduced whole), `second` the
+/// parts' results.
+pub(crate) trait TwoLevel<K, V, R>: Clone + 'static {
+    /// A key's records (not empty, sorted and consolidated as a reduction
+    /// sees them) reduced to `output`.
+    fn first(&self, key: &K, input: &[(&V, R)], output: &mut Vec<(V, isize)>);
+    /// A key's parts' results (sorted and consolidated) reduced to `output`.
+    fn second(&self, key: &K, input: &[(&V, isize)], output: &mut Vec<(V, isize)>);
+}
+
+/// A reduction the user states is associative in the sense of
+/// [`TwoLevel`], over records counted in `isize`: one logic for both levels.
+#[derive(Clone)]
+pub(crate) struct Associative<L>(pub(crate) L);
+
+impl<K, V, L> TwoLevel<K, V, isize> for Associative<L>
+where
+    L: Fn(&K, &[(&V, isize)], &mut Vec<(V, isize)>) + Clone + 'static,
+{
+    fn first(&self, key: &K, input: &[(&V, isize)], output: &mut Vec<(V, isize)>) {
+        (self.0)(key, input, output)
+    }
+
+    fn second(&self, key: &K, input: &[(&V, isize)], output: &mut Vec<(V, isize)>) {
+        (self.0)(key, input, output)
+    }
 }
 
 /// The records of cold keys and those of hot keys, as `routes` tells them
@@ -78,7 +101,7 @@ where
     (cold_stream, hot_stream)
 }
 
-/// Reduces the arranged `records` to each key's result by `logic`.
+/// Reduces the arranged `records` of each key by `logic`'s first level.
 fn reduce_to<'scope, T, K, V, R, L>(
     records: Arranged<'scope, K, V, T, R>,
     name: &str,
@@ -89,11 +112,11 @@ where
     K: ExchangeData,
     V: ExchangeData,
     R: ExchangeData + Semigroup,
-    L: TwoLevel,
+    L: TwoLevel<K, V, R>,
 {
     records.reduce_abelian::<_, ValBuilder<K, V, T, isize>, ValSpine<K, V, T, isize>, _, _>(
         name,
-        move |_, values, out| out.push((logic.reduce(values), 1)),
+        move |key, input, output| logic.first(key, input, output),
         |vec, key, updates| {
             vec.clear();
             vec.extend(updates.drain(..).map(|(v, t, r)| ((key.clone(), v), t, r)));
@@ -113,12 +136,12 @@ where
     K: ExchangeData + Hashable + std::hash::Hash,
     V: ExchangeData + Hashable,
     R: ExchangeData + Semigroup,
-    L: TwoLevel,
+    L: TwoLevel<K, V, R>,
 {
     let scope = records.inner.scope();
     if scope.peers() == 1 {
         // Nothing to split over.
-        return records.reduce(move |_, values, out| out.push((logic.reduce(values), 1)));
+        return records.reduce(move |key, input, output| logic.first(key, input, output));
     }
     // Cold keys' records to their owners, hot keys' to their parts (as far
     // as this worker has learned the hot keys).
@@ -150,9 +173,10 @@ where
         }),
         "SkewParts",
     );
-    let hot_out = reduce_to(parts, "SkewPartial", logic)
+    let second = logic.clone();
+    let hot_out = reduce_to(parts, "SkewPartial", logic.clone())
         .as_collection(|key, val| (key.clone(), val.clone()))
-        .reduce(move |_, values, out| out.push((logic.reduce(values), 1)));
+        .reduce(move |key, input, output| second.second(key, input, output));
     // Cold keys' results where they are reduced, less those of the keys
     // since turned hot.
     let cold_out = reduce_to(cold, "SkewCold", logic);
