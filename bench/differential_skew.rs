@@ -4,13 +4,16 @@
 //! row per key; with `join-apart`, with a second stream of facts as large
 //! whose hot keys are the first's coldest; with `join-alike`, with a
 //! second stream of a thousandth of the facts, keys drawn alike: both
-//! sides skewed on the same keys), `count` and `skew_count`, `distinct` and `skew_distinct`
+//! sides skewed on the same keys; with `join-renamed`, with the table,
+//! whose rows of the 16 hottest keys are renamed at a third and at two
+//! thirds of the epochs: every fact of those keys alive then is joined
+//! anew), `count` and `skew_count`, `distinct` and `skew_distinct`
 //! (of the facts' keys), a `reduce` to each key's least record and
 //! `skew_min`. Seconds, per-epoch latency, and each worker's
 //! share of the operator's input (the records each worker's join or
 //! reduction arranges).
 //!
-//! `cargo bench --bench differential_skew -- [--ops join,count,distinct,min,join-apart,join-alike]
+//! `cargo bench --bench differential_skew -- [--ops join,count,distinct,min,join-apart,join-alike,join-renamed]
 //!  [--keys zipf:1.0:100000,zipf:1.2:100000,zipf:1.5:100000]
 //!  [--epochs 20] [--inserts 100000] [--window 3] [--workers 1,2,4] [--work-workers 16] [--rounds 3]`
 //!
@@ -62,7 +65,7 @@ use timely::dataflow::ProbeHandle;
 #[derive(Parser, Debug)]
 struct Args {
     /// Operators, each against its skew-proof counterpart (comma-separated:
-    /// join, count, distinct, min, join-apart, join-alike).
+    /// join, count, distinct, min, join-apart, join-alike, join-renamed).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "join,count,distinct,min")]
     ops: Vec<Op>,
     /// Key distributions (comma-separated).
@@ -104,7 +107,13 @@ enum Op {
     Min,
     JoinApart,
     JoinAlike,
+    JoinRenamed,
 }
+
+/// With `join-renamed`, the table rows of this many hottest keys are
+/// renamed (retracted and inserted with another value) at a third and at
+/// two thirds of the epochs.
+const RENAMED: u64 = 16;
 
 impl Op {
     /// Differential's name and the skew-proof one's.
@@ -116,7 +125,13 @@ impl Op {
             Op::Min => ["reduce(min)", "skew_min"],
             Op::JoinApart => ["join (streams apart)", "skew_join (streams apart)"],
             Op::JoinAlike => ["join (streams alike)", "skew_join (streams alike)"],
+            Op::JoinRenamed => ["join (hot rows renamed)", "skew_join (hot rows renamed)"],
         }
+    }
+
+    /// Whether the facts are joined with a table of one row per key.
+    fn table(self) -> bool {
+        matches!(self, Op::Join | Op::JoinRenamed)
     }
 
     /// The second stream's facts per epoch (none: a table, or no second
@@ -193,6 +208,9 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
     let outputs2 = Arc::clone(&outputs);
     // Per worker, the updates each worker received, as the skew-proof operators log them.
     let received = Arc::new(Mutex::new(vec![0u64; workers]));
+    // Per worker, the updates it received and passed on unarranged.
+    let unarranged = Arc::new(Mutex::new(vec![0u64; workers]));
+    let unarranged2 = Arc::clone(&unarranged);
     // Per hot key (by its route hash), every worker it was dealt to (joins) or combined on (reductions).
     let hot = Arc::new(Mutex::new(HashMap::<u64, BTreeSet<usize>>::new()));
     let latencies = Arc::new(Mutex::new(Vec::new()));
@@ -203,6 +221,9 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
         let (received, hot) = (Arc::clone(&received2), Arc::clone(&hot2));
         let sent = Rc::new(RefCell::new(vec![0u64; peers as usize]));
         let logged = Rc::clone(&sent);
+        // Per worker, the updates it received and passed on unarranged.
+        let passed = Rc::new(RefCell::new(vec![0u64; peers as usize]));
+        let passed2 = Rc::clone(&passed);
         if counting {
             worker
                 .log_register()
@@ -214,6 +235,10 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
                                 for (total, count) in logged.borrow_mut().iter_mut().zip(sent) {
                                     *total += count;
                                 }
+                            }
+                            SkewEvent::PassedOn { worker, updates } => {
+                                // Received, not arranged: counted again where they went.
+                                passed2.borrow_mut()[*worker] += updates;
                             }
                             SkewEvent::Hot { key, workers, .. } => {
                                 hot.lock().unwrap().entry(*key).or_default().extend(workers)
@@ -236,8 +261,12 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
             let (table_input, table) = scope.new_collection::<(u64, u64), isize>();
             let keys = facts.clone().map(|(key, _)| key);
             match (op, skew) {
-                (Op::Join | Op::JoinApart | Op::JoinAlike, false) => watch(facts.join(table), out, &probe),
-                (Op::Join | Op::JoinApart | Op::JoinAlike, true) => watch(facts.skew_join(table), out, &probe),
+                (Op::Join | Op::JoinApart | Op::JoinAlike | Op::JoinRenamed, false) => {
+                    watch(facts.join(table), out, &probe)
+                }
+                (Op::Join | Op::JoinApart | Op::JoinAlike | Op::JoinRenamed, true) => {
+                    watch(facts.skew_join(table), out, &probe)
+                }
                 (Op::Count, false) => watch(keys.count(), out, &probe),
                 (Op::Count, true) => watch(keys.skew_count(), out, &probe),
                 (Op::Distinct, false) => watch(keys.distinct(), out, &probe),
@@ -250,7 +279,7 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
         let start = Instant::now();
         let cpu_start = thread_cpu_seconds();
         let key = |record: u64| keys.rank(record) as u64;
-        if op == Op::Join {
+        if op.table() {
             for row in (index..keys.distinct() as u64).step_by(peers as usize) {
                 table.insert((row, row));
             }
@@ -274,6 +303,14 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
                     record += peers;
                 }
             }
+            if op == Op::JoinRenamed && [epochs / 3, 2 * epochs / 3].contains(&epoch) {
+                // Row r's value was r + epoch at the last rename (or r).
+                let last = if epoch == epochs / 3 { 0 } else { epochs / 3 };
+                for row in (index..RENAMED).step_by(peers as usize) {
+                    table.update((row, row + last), -1);
+                    table.update((row, row + epoch), 1);
+                }
+            }
             facts.advance_to(epoch + 1);
             table.advance_to(epoch + 1);
             facts.flush();
@@ -288,6 +325,9 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
         drop(worker.log_register().map(|mut register| register.remove(SKEW_LOG_NAME)));
         let mut received = received.lock().unwrap();
         for (total, count) in received.iter_mut().zip(sent.borrow().iter()) {
+            *total += count;
+        }
+        for (total, count) in unarranged2.lock().unwrap().iter_mut().zip(passed.borrow().iter()) {
             *total += count;
         }
         latencies2.lock().unwrap().extend(epoch_us);
@@ -307,10 +347,22 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
     // skew-proof operators). (On one worker the join and the least are
     // differential's own, and log nothing.)
     let (second, second_key) = op.second(args.inserts, sampler);
-    let table = if op == Op::Join { sampler.distinct() as u64 } else { 0 };
+    let renames = if op == Op::JoinRenamed { 2 * 2 * RENAMED } else { 0 };
+    let table = if op.table() {
+        sampler.distinct() as u64 + renames
+    } else {
+        0
+    };
     // Every fact is inserted, and retracted later.
     let total = 2 * args.epochs * (args.inserts + second) + table;
-    let logged = received.lock().unwrap().clone();
+    // What each worker arranged: what it received, less what it passed on.
+    let logged: Vec<u64> = received
+        .lock()
+        .unwrap()
+        .iter()
+        .zip(unarranged.lock().unwrap().iter())
+        .map(|(received, passed)| received - passed)
+        .collect();
     let (work, copies) = if skew && logged.iter().any(|&count| count > 0) {
         let copies = logged.iter().sum::<u64>().saturating_sub(total);
         (logged, copies)
@@ -322,8 +374,9 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
         for record in 0..args.epochs * second {
             work[worker_of(second_key(record), workers)] += 2;
         }
-        for row in 0..table {
-            work[worker_of(row, workers)] += 1;
+        for row in 0..table - renames {
+            // A renamed row: inserted, then twice retracted and inserted.
+            work[worker_of(row, workers)] += if renames > 0 && row < RENAMED { 5 } else { 1 };
         }
         (work, 0)
     };

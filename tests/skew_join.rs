@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use differential_dataflow::input::InputSession;
-use differential_dataflow::VecCollection;
+use differential_dataflow::{Hashable, VecCollection};
 use equipoise::skew::{Skew, SkewEvent, SkewEventBuilder, SkewJoin, SKEW_LOG_NAME};
 use proptest::prelude::*;
 
@@ -207,11 +207,12 @@ fn the_second_sides_hot_key_is_split_on_its_side() {
 
 #[test]
 fn a_key_dealt_anew_as_its_load_grows_joins_as_join_does() {
-    // Key 0's facts double every time: it is dealt anew as its load doubles.
+    // Key 0's facts double every time, the others' stay: it is dealt anew
+    // as its share of the load doubles.
     let mut left = Vec::new();
     for time in 0..7u64 {
-        for i in 0..(20usize << time) {
-            let key = if i % 4 == 0 { (i % 5) as u8 + 1 } else { 0 };
+        for i in 0..(20usize << time) + 200 {
+            let key = if i < 200 { (i % 5) as u8 + 1 } else { 0 };
             let value = i as u16 ^ ((time as u16) << 12);
             left.push((key, value, time, 1));
             if i % 3 == 0 {
@@ -232,6 +233,102 @@ fn a_key_dealt_anew_as_its_load_grows_joins_as_join_does() {
             deals.values().any(|&count| count > 1),
             "{workers} workers: {:?}",
             found.deals
+        );
+    }
+}
+
+/// Each worker's output updates at `at`, from `skew_join` of `left` and
+/// `right` on `workers` workers, with the deals logged (key hash, workers,
+/// shares).
+#[allow(clippy::type_complexity)]
+fn output_at(workers: usize, left: Updates, right: Updates, at: u64) -> (Vec<usize>, Vec<(u64, Vec<usize>, Vec<f64>)>) {
+    let counts = Arc::new(Mutex::new(vec![0usize; workers]));
+    let deals = Arc::new(Mutex::new(Vec::new()));
+    let (counts2, deals2) = (Arc::clone(&counts), Arc::clone(&deals));
+    let records = |updates: Updates| -> Vec<_> {
+        updates
+            .into_iter()
+            .map(|(key, value, at, diff)| ((key, value), at, diff))
+            .collect()
+    };
+    let (left, right) = (Arc::new(records(left)), Arc::new(records(right)));
+    timely::execute(timely::Config::process(workers), move |worker| {
+        let deals = Arc::clone(&deals2);
+        worker
+            .log_register()
+            .expect("a registry")
+            .insert::<SkewEventBuilder, _>(SKEW_LOG_NAME, move |_, events| {
+                for (_, event) in events.iter().flat_map(|events| events.iter()) {
+                    if let SkewEvent::Hot {
+                        key, workers, shares, ..
+                    } = event
+                    {
+                        deals.lock().unwrap().push((*key, workers.clone(), shares.clone()));
+                    }
+                }
+            });
+        let mut facts = InputSession::<u64, (u8, u16), isize>::new();
+        let mut table = InputSession::<u64, (u8, u16), isize>::new();
+        let (me, counts) = (worker.index(), Arc::clone(&counts2));
+        let probe = worker.dataflow::<u64, _, _>(|scope| {
+            let (probe, _) = facts
+                .to_collection(scope)
+                .skew_join(table.to_collection(scope))
+                .inspect(move |(_, time, _)| {
+                    if *time == at {
+                        counts.lock().unwrap()[me] += 1;
+                    }
+                })
+                .probe();
+            probe
+        });
+        feed_in_turns(worker, vec![(facts, &left[..]), (table, &right[..])], &probe);
+    })
+    .expect("timely runs");
+    let counts = counts.lock().unwrap().clone();
+    let deals = deals.lock().unwrap().clone();
+    (counts, deals)
+}
+
+#[test]
+fn a_hot_keys_row_renamed_costs_output_on_its_workers_only() {
+    // Key 0 takes 4 facts in 5 from time 0 on, before anyone knows it is
+    // hot; at time 6 its table row is renamed, and every fact of it alive
+    // is joined anew.
+    let mut left = Vec::new();
+    for time in 0..4u64 {
+        for i in 0..2_500u16 {
+            let key = if i % 5 == 0 { 1 + (i / 5 % 7) as u8 } else { 0 };
+            left.push((key, i ^ ((time as u16) << 12), time, 1));
+        }
+    }
+    let mut right: Updates = (0..8u8).map(|key| (key, u16::from(key), 0, 1)).collect();
+    right.extend([(0, 0, 6, -1), (0, 99, 6, 1), (0, 0, 7, 0)]);
+    let workers = 4;
+    let found = mismatches(workers, left.clone(), right.clone(), Skew::default());
+    assert_eq!(found.mismatched, 0);
+    let (counts, deals) = output_at(workers, left, right, 6);
+    let total: usize = counts.iter().sum();
+    assert_eq!(total, 2 * 4 * 2_000, "every fact of key 0 joined anew: {counts:?}");
+    // Each worker's output of the rename is its share of key 0's latest
+    // deal (give or take the hash's spread), whatever it held before:
+    // none is left on the owner, which held every fact of time 0.
+    let route = 0u8.hashed();
+    let latest = deals
+        .iter()
+        .rev()
+        .find(|(key, _, _)| *key == route)
+        .expect("key 0 turned hot");
+    for (worker, &count) in counts.iter().enumerate() {
+        let share = latest
+            .1
+            .iter()
+            .position(|&w| w == worker)
+            .map_or(0.0, |at| latest.2[at]);
+        let measured = count as f64 / total as f64;
+        assert!(
+            (measured - share).abs() < 0.05,
+            "worker {worker}: {measured:.3} of the output, {share:.3} of the deal ({counts:?}, {latest:?})"
         );
     }
 }

@@ -63,7 +63,7 @@ where
                         SkewEvent::Hot { key, .. } => {
                             hot.lock().unwrap().insert(*key);
                         }
-                        SkewEvent::Routed { .. } => {}
+                        SkewEvent::Routed { .. } | SkewEvent::PassedOn { .. } => {}
                     }
                 }
             });

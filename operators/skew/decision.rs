@@ -25,7 +25,8 @@ pub(crate) struct HotKeys<K> {
     /// Decayed updates per worker their keys' owners are, as if no key
     /// were hot.
     owned: Vec<f64>,
-    /// Each hot key's shares, and its count when they were dealt.
+    /// Each hot key's shares, and its share of all updates when they were
+    /// dealt.
     hot: HashMap<K, (Shares, f64)>,
 }
 
@@ -43,7 +44,7 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
 
     /// Ends a time whose updates numbered `owned[w]` of keys owned by
     /// worker w (`owner` names a key's), of which `counts` were counted per
-    /// reported key: the keys newly hot or dealt anew (on doubling), each
+    /// reported key: the keys newly hot or dealt anew (on their share doubling), each
     /// with its shares from now on.
     #[cfg(test)]
     fn end_time(
@@ -77,7 +78,7 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
     }
 
     /// Of the keys `seen` at the time just counted (and not split on
-    /// another side), those newly hot or dealt anew (on doubling), each
+    /// another side), those newly hot or dealt anew (on their share doubling), each
     /// with its shares from now on.
     fn deal(&mut self, seen: Vec<K>, owner: impl Fn(&K) -> usize) -> Vec<(K, Shares)> {
         if self.peers < 2 {
@@ -93,9 +94,10 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
             }
             let parts = ((count / part).ceil() as usize).clamp(2, self.peers);
             match self.hot.get(&key) {
-                // Dealt anew only when its load has doubled: each deal
+                // Dealt anew only when its share of the updates has doubled
+                // (a stream that grows as a whole needs no more parts): each deal
                 // moves some of the key's records to other workers.
-                Some((_, dealt)) if count < 2.0 * dealt => {}
+                Some((_, dealt)) if count < 2.0 * dealt * self.total => {}
                 _ => wanted.push((key, parts)),
             }
         }
@@ -119,7 +121,7 @@ impl<K: Hash + Eq + Clone> HotKeys<K> {
             }
             let shares = fill(&load, count, parts);
             shares.iter().for_each(|&(w, share)| load[w] += count * share);
-            self.hot.insert(key.clone(), (shares.clone(), count));
+            self.hot.insert(key.clone(), (shares.clone(), count / self.total));
             changes.push((key, shares));
         }
         changes

@@ -4,7 +4,8 @@
 //! worker logs each key it finds hot ([`SkewEvent::Hot`]); every worker
 //! logs, as the hot keys move on from time to time (and once at the end),
 //! how many of its updates it sent to each worker since it last did
-//! ([`SkewEvent::Routed`]). Nobody listening costs a branch per update.
+//! ([`SkewEvent::Routed`]), and how many of those it received it passed on
+//! ([`SkewEvent::PassedOn`]). Nobody listening costs a branch per update.
 
 use std::time::Duration;
 
@@ -41,6 +42,16 @@ pub enum SkewEvent {
         worker: usize,
         /// Updates sent to each worker, by worker index.
         sent: Vec<u64>,
+    },
+    /// Updates routed to this worker before it learned their key's deal
+    /// (each time's updates wait for its deals), that it passed on to the
+    /// deal's workers without arranging them (they are counted again in
+    /// its `Routed`, as sent to those workers), since it last logged them.
+    PassedOn {
+        /// The worker that passed them on.
+        worker: usize,
+        /// How many.
+        updates: u64,
     },
     /// The keys a worker combines from now on before they are counted
     /// (`skew_count`, `skew_distinct`), as it decides anew every few

@@ -164,7 +164,8 @@ where
     )
 }
 
-/// Each side's routes learn the decisions from the time they are sent at;
+/// Each side's routes learn the decisions from the time they are sent at,
+/// and the frontier before which they have learned every decision;
 /// whenever they move on (and once more as they end), what this worker
 /// sent since the last time, over every side, is logged as
 /// [`SkewEvent::Routed`].
@@ -176,7 +177,7 @@ where
     let (me, peers) = (hot.scope().index(), hot.scope().peers());
     let logger = hot.scope().worker().logger_for::<SkewEventBuilder>(SKEW_LOG_NAME);
     let sides = sides.to_vec();
-    hot.sink(Pipeline, "SkewLearn", move |(input, _)| {
+    hot.sink(Pipeline, "SkewLearn", move |(input, frontier)| {
         input.for_each_stamp(|cap, batches| {
             if let Some(time) = cap.least() {
                 for (side, hot_key) in batches.flat_map(|batch| batch.drain(..)) {
@@ -184,10 +185,17 @@ where
                 }
             }
         });
+        for routes in &sides {
+            routes.borrow_mut().learned_through(frontier.frontier().to_owned());
+        }
         if let Some(logger) = &logger {
             let mut sent = vec![0; peers];
             sides.iter().for_each(|routes| routes.borrow_mut().take_sent(&mut sent));
             log_sent(logger, me, sent);
+            let updates: u64 = sides.iter().map(|routes| routes.borrow_mut().take_passed_on()).sum();
+            if updates > 0 {
+                logger.log(SkewEvent::PassedOn { worker: me, updates });
+            }
         }
     });
 }

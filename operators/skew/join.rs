@@ -15,7 +15,8 @@ use timely::progress::Timestamp;
 
 use super::arrange::{arrange_routed, mark_hot, Arranged};
 use super::hot_keys::{hot_keys, SideHotKey};
-use super::route::{key_route, route, Routes, SharedRoutes};
+use super::mover::arrange_moving;
+use super::route::{key_route, Routes, SharedRoutes};
 use super::settings::Skew;
 
 /// What a join of `(K, V)` and `(K, V2)` records produces.
@@ -34,8 +35,12 @@ pub trait SkewJoin<'scope, T: Timestamp, K, V, R> {
     /// their updates on that side go to
     /// several workers (by a hash of the whole record), and the other
     /// side's updates of them are copied to each of those workers from the
-    /// time the key turned hot. Other keys go where `join` sends them.
-    /// Times must be totally ordered (as `count_total`'s).
+    /// time the key turned hot. A key's records from before its latest
+    /// deal move to the deal's workers, so that insertions meet their
+    /// retractions and a change of the other side's rows of the key costs
+    /// output only there. Other keys go where `join` sends them.
+    /// Times must be totally ordered (as `count_total`'s), and
+    /// multiplicities `Abelian` (a move retracts a record where it was).
     ///
     /// ```
     /// use differential_dataflow::input::Input;
@@ -51,7 +56,7 @@ pub trait SkewJoin<'scope, T: Timestamp, K, V, R> {
     fn skew_join<V2, R2>(self, other: VecCollection<'scope, T, (K, V2), R2>) -> Joined<'scope, T, K, V, V2, R, R2>
     where
         V2: ExchangeData + Hashable,
-        R2: ExchangeData + Semigroup,
+        R2: ExchangeData + Abelian,
         R: Multiply<R2, Output: Semigroup + 'static>;
 
     /// [`skew_join`](Self::skew_join) with hot keys found and split by
@@ -63,7 +68,7 @@ pub trait SkewJoin<'scope, T: Timestamp, K, V, R> {
     ) -> Joined<'scope, T, K, V, V2, R, R2>
     where
         V2: ExchangeData + Hashable,
-        R2: ExchangeData + Semigroup,
+        R2: ExchangeData + Abelian,
         R: Multiply<R2, Output: Semigroup + 'static>;
 
     /// As differential's `join_map`, split as
@@ -77,7 +82,7 @@ pub trait SkewJoin<'scope, T: Timestamp, K, V, R> {
     ) -> VecCollection<'scope, T, D, <R as Multiply<R2>>::Output>
     where
         V2: ExchangeData + Hashable,
-        R2: ExchangeData + Semigroup,
+        R2: ExchangeData + Abelian,
         R: Multiply<R2, Output: Semigroup + 'static>,
         D: differential_dataflow::Data,
         L: Fn(&K, &V, &V2) -> D + Clone + 'static;
@@ -102,14 +107,14 @@ pub trait SkewJoin<'scope, T: Timestamp, K, V, R> {
         other: VecCollection<'scope, T, K, R2>,
     ) -> VecCollection<'scope, T, (K, V), <R as Multiply<R2>>::Output>
     where
-        R2: ExchangeData + Semigroup,
+        R2: ExchangeData + Abelian,
         R: Multiply<R2, Output: Semigroup + 'static>;
 
     /// As differential's `antijoin`, split as [`skew_join`](Self::skew_join):
     /// `self` less its [`skew_semijoin`](Self::skew_semijoin) with `other`.
     fn skew_antijoin<R2>(self, other: VecCollection<'scope, T, K, R2>) -> VecCollection<'scope, T, (K, V), R>
     where
-        R2: ExchangeData + Semigroup,
+        R2: ExchangeData + Abelian,
         R: Multiply<R2, Output = R> + Abelian + 'static;
 }
 
@@ -118,12 +123,12 @@ where
     T: Timestamp + Lattice + TotalOrder + Ord,
     K: ExchangeData + Hashable + std::hash::Hash,
     V: ExchangeData + Hashable,
-    R: ExchangeData + Semigroup,
+    R: ExchangeData + Abelian,
 {
     fn skew_join<V2, R2>(self, other: VecCollection<'scope, T, (K, V2), R2>) -> Joined<'scope, T, K, V, V2, R, R2>
     where
         V2: ExchangeData + Hashable,
-        R2: ExchangeData + Semigroup,
+        R2: ExchangeData + Abelian,
         R: Multiply<R2, Output: Semigroup + 'static>,
     {
         self.skew_join_with(other, Skew::default())
@@ -136,7 +141,7 @@ where
     ) -> Joined<'scope, T, K, V, V2, R, R2>
     where
         V2: ExchangeData + Hashable,
-        R2: ExchangeData + Semigroup,
+        R2: ExchangeData + Abelian,
         R: Multiply<R2, Output: Semigroup + 'static>,
     {
         self.skew_join_map(other, skew, |key, val, val2| (key.clone(), (val.clone(), val2.clone())))
@@ -150,7 +155,7 @@ where
     ) -> VecCollection<'scope, T, D, <R as Multiply<R2>>::Output>
     where
         V2: ExchangeData + Hashable,
-        R2: ExchangeData + Semigroup,
+        R2: ExchangeData + Abelian,
         R: Multiply<R2, Output: Semigroup + 'static>,
         D: differential_dataflow::Data,
         L: Fn(&K, &V, &V2) -> D + Clone + 'static,
@@ -163,11 +168,15 @@ where
         // Each side's updates to their key's worker, or, for a key split on
         // that side, to one of the key's workers.
         let (routes, their_routes) = (Routes::shared(&scope), Routes::shared(&scope));
-        let mine = arrange_routed(self.inner, route(&routes), "SkewJoinArrange");
-        let theirs = arrange_routed(other.inner, route(&their_routes), "SkewJoinArrangeOther");
-        join_routed((mine, routes), (theirs, their_routes), skew, move |key, val, val2| {
-            Some(logic(key, val, val2))
-        })
+        let (mine, routed) = arrange_moving(self.inner, &routes, "SkewJoinArrange");
+        let (theirs, their_routed) = arrange_moving(other.inner, &their_routes, "SkewJoinArrangeOther");
+        join_routed(
+            (mine, routes),
+            (theirs, their_routes),
+            routed.concat(their_routed),
+            skew,
+            move |key, val, val2| Some(logic(key, val, val2)),
+        )
     }
 
     fn skew_semijoin<R2>(
@@ -175,7 +184,7 @@ where
         other: VecCollection<'scope, T, K, R2>,
     ) -> VecCollection<'scope, T, (K, V), <R as Multiply<R2>>::Output>
     where
-        R2: ExchangeData + Semigroup,
+        R2: ExchangeData + Abelian,
         R: Multiply<R2, Output: Semigroup + 'static>,
     {
         self.skew_join_map(other.map(|key| (key, ())), Skew::default(), |key, val, _| {
@@ -185,7 +194,7 @@ where
 
     fn skew_antijoin<R2>(self, other: VecCollection<'scope, T, K, R2>) -> VecCollection<'scope, T, (K, V), R>
     where
-        R2: ExchangeData + Semigroup,
+        R2: ExchangeData + Abelian,
         R: Multiply<R2, Output = R> + Abelian + 'static,
     {
         self.clone().concat(self.skew_semijoin(other).negate())
@@ -196,13 +205,15 @@ where
 type Routed<'scope, K, V, T, R> = (Arranged<'scope, K, V, T, R>, SharedRoutes<K, T>);
 
 /// The core of the skew-proof joins, over both sides arranged where their
-/// routes sent them: finds the hot keys from both sides' counts, copies
+/// routes sent them (`routed` passes a time once both sides' updates of it
+/// are routed and counted): finds the hot keys from both sides' counts, copies
 /// the other side's updates of each to the key's workers, and yields
 /// `logic` of every pair of records with equal keys (differential's
 /// `join_core` on each of the three meetings).
 fn join_routed<'scope, T, K, V, V2, R, R2, I, L>(
     (mine, routes): Routed<'scope, K, V, T, R>,
     (theirs, their_routes): Routed<'scope, K, V2, T, R2>,
+    routed: StreamVec<'scope, T, ()>,
     skew: Skew,
     logic: L,
 ) -> VecCollection<'scope, T, I::Item, <R as Multiply<R2>>::Output>
@@ -212,17 +223,11 @@ where
     V: ExchangeData,
     V2: ExchangeData,
     R: ExchangeData + Semigroup + Multiply<R2, Output: Semigroup + 'static>,
-    R2: ExchangeData + Semigroup,
+    R2: ExchangeData + Abelian,
     I: IntoIterator<Item: differential_dataflow::Data>,
     L: FnMut(&K, &V, &V2) -> I + Clone + 'static,
 {
-    // Past a time, both sides' updates of it are routed and counted.
-    let progress = mine
-        .stream
-        .clone()
-        .map(|_| ())
-        .concat(theirs.stream.clone().map(|_| ()));
-    let hot = hot_keys(progress, &[Rc::clone(&routes), Rc::clone(&their_routes)], skew);
+    let hot = hot_keys(routed, &[Rc::clone(&routes), Rc::clone(&their_routes)], skew);
     // A key split on one side meets the other side's updates on its
     // owner (where they stay) and on its other workers (copies).
     let copied_theirs = copies(hot.clone(), 0, theirs.clone(), &their_routes);

@@ -24,7 +24,8 @@
 //!   load ([`Skew::with_hot_share`]) on an owner over the mean by more
 //!   than [`Skew::with_tolerance`]. A key once hot stays hot.
 //! - **deal**: the workers a hot key's updates go to from a time on, each
-//!   with its share; a key is dealt anew when its load doubles.
+//!   with its share; a key is dealt anew when its share of the updates
+//!   doubles, and a join's records of the key move to the new deal's workers.
 //! - **part**: the updates of a hot key one of its workers receives, by a
 //!   hash of the whole record, so that a retraction meets its insertion.
 //! - **side**: one input of an operator (a join has two); a hot key is
@@ -55,6 +56,7 @@ mod extremes;
 mod hot_keys;
 mod join;
 mod key_index;
+mod mover;
 mod picker;
 mod reduce;
 mod route;

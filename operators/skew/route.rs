@@ -14,7 +14,8 @@ use differential_dataflow::{ExchangeData, Hashable};
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::Scope;
 use timely::order::TotalOrder;
-use timely::progress::Timestamp;
+use timely::progress::{Antichain, Timestamp};
+use timely::scheduling::Activator;
 
 use super::decision::Shares;
 use super::events::{Sent, SkewEventBuilder, SKEW_LOG_NAME};
@@ -62,6 +63,15 @@ pub(crate) struct Routes<K, T> {
     counted: BTreeMap<T, Sampled<K>>,
     /// What was sent where, for the log.
     sent: Sent,
+    /// The keys dealt anew since the last [`take_dealt`](Self::take_dealt),
+    /// kept only for a side whose records move with their deals.
+    dealt: Option<Vec<K>>,
+    /// The times before this frontier have all their deals learned.
+    learned: Antichain<T>,
+    /// Operators to wake when `learned` advances.
+    waiting: Vec<Activator>,
+    /// Updates received here and passed on since last logged.
+    passed: u64,
 }
 
 /// The routes of one worker, shared.
@@ -79,7 +89,41 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
             strides: Strides::new(scope.index() as u64),
             counted: BTreeMap::new(),
             sent: Sent::new(peers, logging),
+            dealt: None,
+            learned: Antichain::from_elem(T::minimum()),
+            waiting: Vec::new(),
+            passed: 0,
         }))
+    }
+
+    /// Every deal of a time before `frontier` is learned: wakes the
+    /// operators waiting for it.
+    pub(crate) fn learned_through(&mut self, frontier: Antichain<T>) {
+        if frontier != self.learned {
+            self.learned = frontier;
+            self.waiting.iter().for_each(Activator::activate);
+        }
+    }
+
+    /// Whether every deal of `time` is learned.
+    pub(crate) fn learned(&self, time: &T) -> bool {
+        !self.learned.less_equal(time)
+    }
+
+    /// Wakes `activator` whenever more deals are learned.
+    pub(crate) fn wake_on_learning(&mut self, activator: Activator) {
+        self.waiting.push(activator);
+    }
+
+    /// From now on, keeps the keys dealt anew for [`take_dealt`](Self::take_dealt).
+    pub(crate) fn keep_dealt(&mut self) {
+        self.dealt.get_or_insert_with(Vec::new);
+    }
+
+    /// The keys dealt anew since the last call (none unless
+    /// [`keep_dealt`](Self::keep_dealt) was called).
+    pub(crate) fn take_dealt(&mut self) -> Vec<K> {
+        self.dealt.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Routes `key`'s updates by `shares` from `time` on.
@@ -87,9 +131,12 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
     /// decisions) is kept once.
     pub(crate) fn learn(&mut self, time: T, (key, shares): HotKey<K>) {
         let route = key_route(&key);
-        let deals = self.hot.get_or_insert_with(key, route, Vec::new);
+        let deals = self.hot.get_or_insert_with(key.clone(), route, Vec::new);
         if deals.last().is_none_or(|(since, _)| *since != time) {
             deals.push((time, Picker::new(&shares)));
+            if let Some(dealt) = &mut self.dealt {
+                dealt.push(key);
+            }
         }
     }
 
@@ -163,10 +210,44 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
         picker.pick_record(record, route)
     }
 
+    /// Whether `key` (of route hash `route`) is hot.
+    #[inline]
+    pub(crate) fn is_hot(&self, key: &K, route: u64) -> bool {
+        self.hot.get(key, route).is_some()
+    }
+
+    /// The worker a record of `key` at `time` belongs on by the deal in
+    /// force then (`record` hashes the rest of it), if the key is hot then.
+    #[inline]
+    pub(crate) fn part_at(&self, key: &K, time: &T, record: impl FnOnce() -> u64) -> Option<usize> {
+        let route = key_route(key);
+        self.picker(key, route, Some(time), Deal::Latest)
+            .map(|picker| picker.pick_record(record(), route))
+    }
+
+    /// The worker a record of `key` belongs on by the key's latest deal
+    /// (`record` hashes the rest of it), if the key is hot.
+    #[inline]
+    pub(crate) fn latest_part(&self, key: &K, record: impl FnOnce() -> u64) -> Option<usize> {
+        let route = key_route(key);
+        self.picker(key, route, None, Deal::Latest)
+            .map(|picker| picker.pick_record(record(), route))
+    }
+
     /// One more update sent to `worker`, for the log.
     #[inline]
     pub(crate) fn sent_to(&mut self, worker: usize) {
         self.sent.to(worker);
+    }
+
+    /// `updates` received here passed on to their deal's workers, for the log.
+    pub(crate) fn passed_on(&mut self, updates: u64) {
+        self.passed += updates;
+    }
+
+    /// The updates passed on since the last call.
+    pub(crate) fn take_passed_on(&mut self) -> u64 {
+        std::mem::take(&mut self.passed)
     }
 
     /// Adds what was sent since the last call to `total`, per worker.

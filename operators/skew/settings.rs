@@ -68,7 +68,8 @@ impl Skew {
     /// (copies of the other side, a second level of reduction) more than
     /// it evens out. At 0 a key is split whenever its owner is over the
     /// mean; at infinity no new key is split. A key already split is dealt
-    /// anew as its load doubles whatever the tolerance. At least 0.
+    /// anew as its share of the updates doubles whatever the tolerance. At
+    /// least 0.
     pub fn with_tolerance(self, tolerance: f64) -> Result<Self, Error> {
         if tolerance.is_nan() || tolerance < 0.0 {
             return Err(Error::invalid(

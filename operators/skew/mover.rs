@@ -1,0 +1,347 @@
+//! Placing each hot key's records on the workers of its latest deal. A
+//! join routes each update of a hot key by the deal its sender knows, and
+//! a time's deals are decided only once every worker has routed (and
+//! counted) that time's updates: left where they land, a key's records
+//! from before a deal stay on its owner (or an earlier deal's workers),
+//! their retractions go elsewhere, and every change of the other side's
+//! rows of the key meets them there for as long as they live. So the
+//! worker each update is routed to holds it until its time's deals are
+//! learned, then passes it on to the worker the deal in force names (a
+//! hot key's first time included). And it watches its own arrangement:
+//! when a key is dealt anew it looks up the key's records it holds, and in
+//! every new batch the hot keys' records that the latest deal places on
+//! another worker (moved there by a worker that had not learned the deal
+//! yet); it retracts each such record here and inserts it there, at the
+//! earliest time it may still send at. Insertions and retractions then
+//! meet, and the arrangements compact.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::rc::Rc;
+
+use differential_dataflow::difference::{Abelian, IsZero, Semigroup};
+use differential_dataflow::lattice::Lattice;
+use differential_dataflow::operators::arrange::{TraceAgent, TraceReplayInstruction};
+use differential_dataflow::trace::cursor::{cursor_list, Cursor};
+use differential_dataflow::trace::implementations::ValSpine;
+use differential_dataflow::trace::{Navigable, TraceReader};
+use differential_dataflow::{ExchangeData, Hashable};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
+use timely::dataflow::operators::generic::OutputBuilder;
+use timely::dataflow::operators::vec::Map;
+use timely::dataflow::operators::{Capability, Concat, Exchange as ExchangeRecords};
+use timely::dataflow::StreamVec;
+use timely::order::TotalOrder;
+use timely::progress::{Antichain, Timestamp};
+use timely::scheduling::Activator;
+
+use super::arrange::{arrange_routed, Arranged};
+use super::route::{key_route, route, SharedRoutes};
+
+/// The trace of a worker's arrangement of a side, and the queue of its new
+/// batches (as differential's `new_listener` hands it out), shared by the
+/// mover with the code that builds the arrangement after it.
+type Watch<K, V, T, R> = Rc<RefCell<Option<Watched<K, V, T, R>>>>;
+
+type Watched<K, V, T, R> = (
+    TraceAgent<ValSpine<K, V, T, R>>,
+    Rc<(
+        Activator,
+        RefCell<VecDeque<TraceReplayInstruction<ValSpine<K, V, T, R>>>>,
+    )>,
+);
+
+/// Routed updates waiting for their time's deals, per time, with the
+/// capabilities to send them here or on.
+type Waiting<K, V, T, R> = BTreeMap<T, (Capability<T>, Capability<T>, Vec<((K, V), T, R)>)>;
+
+/// The moves' output: each update with the worker it goes to.
+type Moves<K, V, T, R> = OutputBuilder<T, CapacityContainerBuilder<Vec<(usize, ((K, V), T, R))>>>;
+
+/// `updates` routed by `routes` and arranged by key, with each hot key's
+/// records placed on the workers of its latest deal (see the module doc),
+/// and a stream whose frontier passes a time once every worker has routed
+/// (and counted) its updates, for [`hot_keys`](super::hot_keys::hot_keys)
+/// to decide on: the arrangement waits for those decisions.
+pub(crate) fn arrange_moving<'scope, K, V, T, R>(
+    updates: StreamVec<'scope, T, ((K, V), T, R)>,
+    routes: &SharedRoutes<K, T>,
+    name: &str,
+) -> (Arranged<'scope, K, V, T, R>, StreamVec<'scope, T, ()>)
+where
+    T: Timestamp + Lattice + TotalOrder,
+    K: ExchangeData + Hashable,
+    V: ExchangeData + Hashable,
+    R: ExchangeData + Abelian,
+{
+    let scope = updates.scope();
+    let watch: Watch<K, V, T, R> = Rc::new(RefCell::new(None));
+    let mut builder = OperatorBuilder::new(format!("{name}Move"), scope);
+    let address = builder.operator_info().address;
+    {
+        let mut routes = routes.borrow_mut();
+        routes.keep_dealt();
+        routes.wake_on_learning(scope.activator_for(Rc::clone(&address)));
+    }
+    let mut input = builder.new_input(updates, route(routes));
+    let (records, records_stream) = builder.new_output();
+    let (moves, moves_stream) = builder.new_output();
+    let (_, routed_stream) = builder.new_output::<Vec<()>>();
+    let mut records = OutputBuilder::<T, CapacityContainerBuilder<Vec<((K, V), T, R)>>>::from(records);
+    let mut moves = Moves::<K, V, T, R>::from(moves);
+    let mut mover = Mover::new(scope.index(), Rc::clone(routes), Rc::clone(&watch));
+    builder.build(move |mut caps| {
+        // Moves of arranged records are sent at the earliest time the
+        // routed updates may still carry; the third output says how far
+        // the routing has come.
+        let (mut routed, mut held) = (caps.pop(), caps.pop());
+        // Routed updates wait here, per time, until that time's deals are
+        // learned: each then goes to the worker its deal names.
+        let mut waiting: Waiting<K, V, T, R> = BTreeMap::new();
+        move |frontiers| {
+            input.for_each(|cap, data| {
+                // A stamp without a time carries no data.
+                let Some(time) = cap.least().cloned() else { return };
+                let (_, _, held) = waiting.entry(time).or_insert_with(|| {
+                    (
+                        cap.retain_least(0).expect("a time"),
+                        cap.retain_least(1).expect("a time"),
+                        Vec::new(),
+                    )
+                });
+                held.append(data);
+            });
+            mover.release(&mut waiting, &mut records, &mut moves);
+            if let Some(cap) = held.as_mut() {
+                mover.round(cap, &mut moves);
+            }
+            match frontiers[0].frontier().first() {
+                Some(time) => held
+                    .iter_mut()
+                    .chain(routed.iter_mut())
+                    .for_each(|cap| cap.downgrade(time)),
+                None => (held, routed) = (None, None),
+            }
+        }
+    });
+    let routes = Rc::clone(routes);
+    let moved = moves_stream
+        .exchange(move |(worker, _): &(usize, ((K, V), T, R))| {
+            routes.borrow_mut().sent_to(*worker);
+            *worker as u64
+        })
+        .map(|(_, update)| update);
+    let arranged = arrange_routed(records_stream.concat(moved), Pipeline, name);
+    let mut trace = arranged.trace.clone();
+    let queue = trace.new_listener(scope.activator_for(address));
+    *watch.borrow_mut() = Some((trace, queue));
+    (arranged, routed_stream)
+}
+
+/// What one worker's mover keeps between rounds.
+struct Mover<K, V, T, R>
+where
+    T: Timestamp + Lattice,
+    K: ExchangeData,
+    V: ExchangeData,
+    R: ExchangeData + Semigroup,
+{
+    me: usize,
+    routes: SharedRoutes<K, T>,
+    watch: Watch<K, V, T, R>,
+    /// The arrangement's upper, as its batches have told it.
+    upper: Antichain<T>,
+    /// Records of hot keys seen in new batches that the latest deal places
+    /// on another worker.
+    astray: Vec<(K, V)>,
+    /// Keys dealt anew since the last round: every record of theirs here is
+    /// looked up.
+    dealt: Vec<K>,
+    /// The time of the last moves sent: the next round waits until the
+    /// arrangement holds them, or it would move them again.
+    sent_at: Option<T>,
+}
+
+impl<K, V, T, R> Mover<K, V, T, R>
+where
+    T: Timestamp + Lattice + TotalOrder,
+    K: ExchangeData + Hashable,
+    V: ExchangeData + Hashable,
+    R: ExchangeData + Abelian,
+{
+    fn new(me: usize, routes: SharedRoutes<K, T>, watch: Watch<K, V, T, R>) -> Self {
+        Mover {
+            me,
+            routes,
+            watch,
+            upper: Antichain::from_elem(T::minimum()),
+            astray: Vec::new(),
+            dealt: Vec::new(),
+            sent_at: None,
+        }
+    }
+
+    /// Sends on the waiting updates of every time whose deals are all
+    /// learned: each to the worker its key's deal names then, or here.
+    #[allow(clippy::type_complexity)]
+    fn release(
+        &mut self,
+        waiting: &mut Waiting<K, V, T, R>,
+        records: &mut OutputBuilder<T, CapacityContainerBuilder<Vec<((K, V), T, R)>>>,
+        moves: &mut Moves<K, V, T, R>,
+    ) {
+        let (mut records, mut moves) = (records.activate(), moves.activate());
+        while let Some(entry) = waiting.first_entry() {
+            if !self.routes.borrow().learned(entry.key()) {
+                break;
+            }
+            let (here, there, mut updates) = entry.remove();
+            // Where each goes, asked before sending: the exchange counts what
+            // it sends in the same routes.
+            let routes = self.routes.borrow();
+            let parts: Vec<Option<usize>> = updates
+                .iter()
+                .map(|((key, val), time, _)| {
+                    routes
+                        .part_at(key, time, || val.hashed().into())
+                        .filter(|&worker| worker != self.me)
+                })
+                .collect();
+            drop(routes);
+            let passed = parts.iter().filter(|part| part.is_some()).count() as u64;
+            if passed > 0 {
+                self.routes.borrow_mut().passed_on(passed);
+            }
+            let (mut here, mut there) = (records.session(&here), moves.session(&there));
+            for (update, part) in updates.drain(..).zip(parts) {
+                match part {
+                    Some(worker) => there.give((worker, update)),
+                    None => here.give(update),
+                }
+            }
+        }
+    }
+
+    /// Reads the new batches and deals, and once the arrangement holds the
+    /// last moves, sends the next at `cap`'s time.
+    fn round(&mut self, cap: &Capability<T>, moves: &mut Moves<K, V, T, R>) {
+        let watch = Rc::clone(&self.watch);
+        let mut watch = watch.borrow_mut();
+        let Some((trace, queue)) = watch.as_mut() else { return };
+        self.dealt.extend(self.routes.borrow_mut().take_dealt());
+        for instruction in queue.1.borrow_mut().drain(..) {
+            match instruction {
+                TraceReplayInstruction::Frontier(upper) => {
+                    // Moves read accumulations only: the history may compact
+                    // (a handle that held it back would pin the arrangement).
+                    trace.set_logical_compaction(upper.borrow());
+                    trace.set_physical_compaction(upper.borrow());
+                    self.upper = upper;
+                }
+                TraceReplayInstruction::Span(span, _) => {
+                    if let Some(batch) = span.inner {
+                        self.look_for_astray(&batch);
+                    }
+                }
+            }
+        }
+        let settled = self.sent_at.as_ref().is_none_or(|sent| !self.upper.less_equal(sent));
+        if !settled || (self.astray.is_empty() && self.dealt.is_empty()) {
+            return;
+        }
+        let Some(batches) = trace.batches_through(self.upper.borrow()) else {
+            return;
+        };
+        // The values to look up, by key in order (`None`: every value).
+        let mut wanted: BTreeMap<K, Option<BTreeSet<V>>> = BTreeMap::new();
+        for key in self.dealt.drain(..) {
+            wanted.insert(key, None);
+        }
+        for (key, val) in self.astray.drain(..) {
+            if let Some(vals) = wanted.entry(key).or_insert_with(|| Some(BTreeSet::new())) {
+                vals.insert(val);
+            }
+        }
+        let (mut cursor, storage) = cursor_list(batches);
+        let mut found = Vec::new();
+        for (key, vals) in wanted {
+            cursor.seek_key(&storage, &key);
+            if cursor.get_key(&storage) != Some(&key) {
+                continue;
+            }
+            while let Some(val) = cursor.get_val(&storage) {
+                if vals.as_ref().is_none_or(|vals| vals.contains(val)) {
+                    let val = val.clone();
+                    found.push(((key.clone(), val), accumulated(&mut cursor, &storage)));
+                }
+                cursor.step_val(&storage);
+            }
+        }
+        // Where each goes, asked before sending: the exchange counts what
+        // it sends in the same routes.
+        let routes = self.routes.borrow();
+        let found: Vec<_> = found
+            .into_iter()
+            .filter_map(|((key, val), sum)| {
+                let worker = routes.latest_part(&key, || val.hashed().into())?;
+                (worker != self.me).then_some((worker, (key, val), sum?))
+            })
+            .collect();
+        drop(routes);
+        if !found.is_empty() {
+            let time = cap.time().clone();
+            let mut moves = moves.activate();
+            let mut session = moves.session(cap);
+            for (worker, record, sum) in found {
+                let mut retracted = sum.clone();
+                retracted.negate();
+                session.give((self.me, (record.clone(), time.clone(), retracted)));
+                session.give((worker, (record, time.clone(), sum)));
+            }
+            self.sent_at = Some(time);
+        }
+    }
+
+    /// Notes the records of hot keys in `batch` that the latest deal places
+    /// on another worker.
+    fn look_for_astray<B: Navigable>(&mut self, batch: &B)
+    where
+        for<'a> B::Cursor: Cursor<Key<'a> = &'a K, Val<'a> = &'a V>,
+    {
+        let routes = self.routes.borrow();
+        let mut cursor = batch.cursor();
+        while let Some(key) = cursor.get_key(batch) {
+            let route = key_route(key);
+            if routes.is_hot(key, route) {
+                while let Some(val) = cursor.get_val(batch) {
+                    if routes
+                        .latest_part(key, || val.hashed().into())
+                        .is_some_and(|worker| worker != self.me)
+                    {
+                        self.astray.push((key.clone(), val.clone()));
+                    }
+                    cursor.step_val(batch);
+                }
+            }
+            cursor.step_key(batch);
+        }
+    }
+}
+
+/// The accumulated multiplicity of the cursor's current value, if not zero.
+fn accumulated<C: Cursor>(cursor: &mut C, storage: &C::Storage) -> Option<C::Diff>
+where
+    C::Diff: Semigroup,
+{
+    let mut sum: Option<C::Diff> = None;
+    cursor.map_times(storage, |_, diff| {
+        let diff = C::owned_diff(diff);
+        match &mut sum {
+            Some(sum) => sum.plus_equals(&diff),
+            None => sum = Some(diff),
+        }
+    });
+    sum.filter(|sum| !sum.is_zero())
+}
