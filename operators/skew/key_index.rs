@@ -31,6 +31,11 @@ impl<K: Eq, V> Default for KeyIndex<K, V> {
 }
 
 impl<K: Eq, V> KeyIndex<K, V> {
+    /// Whether no key is held.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
     /// `key`'s value, if it is held; `route` is its route hash.
     #[inline]
     pub(crate) fn get(&self, key: &K, route: u64) -> Option<&V> {

@@ -38,7 +38,12 @@ use timely::progress::{Antichain, Timestamp};
 use timely::scheduling::Activator;
 
 use super::arrange::{arrange_routed, Arranged};
-use super::route::{key_route, route, SharedRoutes};
+use super::route::{route, SharedRoutes};
+
+/// Advances of an arrangement's frontier after a key's deal during which
+/// its records in new batches are checked: moves sent by a worker that had
+/// not learned the deal arrive within a round or two.
+const RECENT: u32 = 8;
 
 /// The trace of a worker's arrangement of a side, and the queue of its new
 /// batches (as differential's `new_listener` hands it out), shared by the
@@ -55,7 +60,7 @@ type Watched<K, V, T, R> = (
 
 /// Routed updates waiting for their time's deals, per time, with the
 /// capabilities to send them here or on.
-type Waiting<K, V, T, R> = BTreeMap<T, (Capability<T>, Capability<T>, Vec<((K, V), T, R)>)>;
+type Waiting<K, V, T, R> = BTreeMap<T, (Capability<T>, Capability<T>, Vec<Vec<((K, V), T, R)>>)>;
 
 /// The moves' output: each update with the worker it goes to.
 type Moves<K, V, T, R> = OutputBuilder<T, CapacityContainerBuilder<Vec<(usize, ((K, V), T, R))>>>;
@@ -111,8 +116,9 @@ where
                         Vec::new(),
                     )
                 });
-                held.append(data);
+                held.push(std::mem::take(data));
             });
+            mover.learn_deals();
             mover.release(&mut waiting, &mut records, &mut moves);
             if let Some(cap) = held.as_mut() {
                 mover.round(cap, &mut moves);
@@ -159,6 +165,10 @@ where
     /// Keys dealt anew since the last round: every record of theirs here is
     /// looked up.
     dealt: Vec<K>,
+    /// Keys dealt lately, in order, with how many more advances of the
+    /// arrangement's frontier their records in new batches are checked for
+    /// (a worker that had not learned the deal may still move some here).
+    recent: BTreeMap<K, u32>,
     /// The time of the last moves sent: the next round waits until the
     /// arrangement holds them, or it would move them again.
     sent_at: Option<T>,
@@ -179,12 +189,26 @@ where
             upper: Antichain::from_elem(T::minimum()),
             astray: Vec::new(),
             dealt: Vec::new(),
+            recent: BTreeMap::new(),
             sent_at: None,
         }
     }
 
+    /// Takes the keys dealt anew since the last call: their records here
+    /// are looked up at the next round, and checked in new batches for a
+    /// while.
+    fn learn_deals(&mut self) {
+        let dealt = self.routes.borrow_mut().take_dealt();
+        for key in &dealt {
+            self.recent.insert(key.clone(), RECENT);
+        }
+        self.dealt.extend(dealt);
+    }
+
     /// Sends on the waiting updates of every time whose deals are all
     /// learned: each to the worker its key's deal names then, or here.
+    /// Where no key was dealt lately, every sender routed by the deals
+    /// that hold now, and the updates go on as they came.
     #[allow(clippy::type_complexity)]
     fn release(
         &mut self,
@@ -197,28 +221,38 @@ where
             if !self.routes.borrow().learned(entry.key()) {
                 break;
             }
-            let (here, there, mut updates) = entry.remove();
-            // Where each goes, asked before sending: the exchange counts what
-            // it sends in the same routes.
-            let routes = self.routes.borrow();
-            let parts: Vec<Option<usize>> = updates
-                .iter()
-                .map(|((key, val), time, _)| {
-                    routes
-                        .part_at(key, time, || val.hashed().into())
-                        .filter(|&worker| worker != self.me)
-                })
-                .collect();
-            drop(routes);
-            let passed = parts.iter().filter(|part| part.is_some()).count() as u64;
-            if passed > 0 {
-                self.routes.borrow_mut().passed_on(passed);
+            let (here, there, containers) = entry.remove();
+            let mut here = records.session(&here);
+            if self.recent.is_empty() || !self.routes.borrow().any_hot() {
+                // Nothing to look up: the containers go on as they came.
+                containers
+                    .into_iter()
+                    .for_each(|mut updates| here.give_container(&mut updates));
+                continue;
             }
-            let (mut here, mut there) = (records.session(&here), moves.session(&there));
-            for (update, part) in updates.drain(..).zip(parts) {
-                match part {
-                    Some(worker) => there.give((worker, update)),
-                    None => here.give(update),
+            let mut there = moves.session(&there);
+            for updates in containers {
+                // Where each goes, asked before sending: the exchange counts
+                // what it sends in the same routes.
+                let routes = self.routes.borrow();
+                let parts: Vec<Option<usize>> = updates
+                    .iter()
+                    .map(|((key, val), time, _)| {
+                        routes
+                            .part_at(key, time, || val.hashed().into())
+                            .filter(|&worker| worker != self.me)
+                    })
+                    .collect();
+                drop(routes);
+                let passed = parts.iter().filter(|part| part.is_some()).count() as u64;
+                if passed > 0 {
+                    self.routes.borrow_mut().passed_on(passed);
+                }
+                for (update, part) in updates.into_iter().zip(parts) {
+                    match part {
+                        Some(worker) => there.give((worker, update)),
+                        None => here.give(update),
+                    }
                 }
             }
         }
@@ -230,7 +264,6 @@ where
         let watch = Rc::clone(&self.watch);
         let mut watch = watch.borrow_mut();
         let Some((trace, queue)) = watch.as_mut() else { return };
-        self.dealt.extend(self.routes.borrow_mut().take_dealt());
         for instruction in queue.1.borrow_mut().drain(..) {
             match instruction {
                 TraceReplayInstruction::Frontier(upper) => {
@@ -239,6 +272,10 @@ where
                     trace.set_logical_compaction(upper.borrow());
                     trace.set_physical_compaction(upper.borrow());
                     self.upper = upper;
+                    self.recent.retain(|_, left| {
+                        *left -= 1;
+                        *left > 0
+                    });
                 }
                 TraceReplayInstruction::Span(span, _) => {
                     if let Some(batch) = span.inner {
@@ -304,28 +341,31 @@ where
         }
     }
 
-    /// Notes the records of hot keys in `batch` that the latest deal places
-    /// on another worker.
+    /// Notes the records of lately dealt keys in `batch` that the latest
+    /// deal places on another worker.
     fn look_for_astray<B: Navigable>(&mut self, batch: &B)
     where
         for<'a> B::Cursor: Cursor<Key<'a> = &'a K, Val<'a> = &'a V>,
     {
+        if self.recent.is_empty() {
+            return;
+        }
         let routes = self.routes.borrow();
         let mut cursor = batch.cursor();
-        while let Some(key) = cursor.get_key(batch) {
-            let route = key_route(key);
-            if routes.is_hot(key, route) {
-                while let Some(val) = cursor.get_val(batch) {
-                    if routes
-                        .latest_part(key, || val.hashed().into())
-                        .is_some_and(|worker| worker != self.me)
-                    {
-                        self.astray.push((key.clone(), val.clone()));
-                    }
-                    cursor.step_val(batch);
-                }
+        for key in self.recent.keys() {
+            cursor.seek_key(batch, key);
+            if cursor.get_key(batch) != Some(key) {
+                continue;
             }
-            cursor.step_key(batch);
+            while let Some(val) = cursor.get_val(batch) {
+                if routes
+                    .latest_part(key, || val.hashed().into())
+                    .is_some_and(|worker| worker != self.me)
+                {
+                    self.astray.push((key.clone(), val.clone()));
+                }
+                cursor.step_val(batch);
+            }
         }
     }
 }

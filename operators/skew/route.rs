@@ -210,10 +210,9 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
         picker.pick_record(record, route)
     }
 
-    /// Whether `key` (of route hash `route`) is hot.
-    #[inline]
-    pub(crate) fn is_hot(&self, key: &K, route: u64) -> bool {
-        self.hot.get(key, route).is_some()
+    /// Whether any key is hot.
+    pub(crate) fn any_hot(&self) -> bool {
+        !self.hot.is_empty()
     }
 
     /// The worker a record of `key` at `time` belongs on by the deal in
