@@ -38,7 +38,7 @@ use timely::progress::{Antichain, Timestamp};
 use timely::scheduling::Activator;
 
 use super::arrange::{arrange_routed, Arranged};
-use super::route::{route, SharedRoutes};
+use super::route::{route, Deal, SharedRoutes};
 
 /// Advances of an arrangement's frontier after a key's deal during which
 /// its records in new batches are checked: moves sent by a worker that had
@@ -239,7 +239,7 @@ where
                     .iter()
                     .map(|((key, val), time, _)| {
                         routes
-                            .part_at(key, time, || val.hashed().into())
+                            .part(key, Some(time), Deal::Latest, || val.hashed().into())
                             .filter(|&worker| worker != self.me)
                     })
                     .collect();
@@ -322,7 +322,7 @@ where
         let found: Vec<_> = found
             .into_iter()
             .filter_map(|((key, val), sum)| {
-                let worker = routes.latest_part(&key, || val.hashed().into())?;
+                let worker = routes.part(&key, None, Deal::Latest, || val.hashed().into())?;
                 (worker != self.me).then_some((worker, (key, val), sum?))
             })
             .collect();
@@ -359,7 +359,7 @@ where
             }
             while let Some(val) = cursor.get_val(batch) {
                 if routes
-                    .latest_part(key, || val.hashed().into())
+                    .part(key, None, Deal::Latest, || val.hashed().into())
                     .is_some_and(|worker| worker != self.me)
                 {
                     self.astray.push((key.clone(), val.clone()));

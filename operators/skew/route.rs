@@ -38,7 +38,7 @@ pub(crate) type Sampled<K> = (KeyCounts<K>, Vec<u64>);
 
 /// Which of a hot key's deals routes its updates.
 #[derive(Debug, Clone, Copy)]
-enum Deal {
+pub(crate) enum Deal {
     /// The latest decided at or before the update's time: a join's sides
     /// follow the key's load, as the other side's copies are on every
     /// worker the key was ever dealt to.
@@ -159,9 +159,7 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
     #[inline]
     fn route(&mut self, key: &K, time: &T, record: impl FnOnce() -> u64, deal: Deal) -> Option<usize> {
         let route = key_route(key);
-        let worker = self
-            .picker(key, route, Some(time), deal)
-            .map(|picker| picker.pick_record(record(), route));
+        let worker = self.part_of_route(key, route, Some(time), deal, record);
         self.count(key, route, time);
         self.sent.to(worker.unwrap_or((route % self.peers) as usize));
         worker
@@ -203,11 +201,8 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
     /// The worker a record of the hot `key` is reduced on first: by its
     /// first deal's shares and `record`, the hash of the rest of it.
     pub(crate) fn first_part(&self, key: &K, record: u64) -> usize {
-        let route = key_route(key);
-        let picker = self
-            .picker(key, route, None, Deal::First)
-            .expect("a hot key's deal is learned before any of its records is routed to a part");
-        picker.pick_record(record, route)
+        self.part(key, None, Deal::First, || record)
+            .expect("a hot key's deal is learned before any of its records is routed to a part")
     }
 
     /// Whether any key is hot.
@@ -215,21 +210,25 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
         !self.hot.is_empty()
     }
 
-    /// The worker a record of `key` at `time` belongs on by the deal in
-    /// force then (`record` hashes the rest of it), if the key is hot then.
+    /// The worker a record of `key` belongs on by its `deal` that holds at
+    /// `time` (any time, for `None`), if the key is hot then (`record`
+    /// hashes the rest of the record).
     #[inline]
-    pub(crate) fn part_at(&self, key: &K, time: &T, record: impl FnOnce() -> u64) -> Option<usize> {
-        let route = key_route(key);
-        self.picker(key, route, Some(time), Deal::Latest)
-            .map(|picker| picker.pick_record(record(), route))
+    pub(crate) fn part(&self, key: &K, time: Option<&T>, deal: Deal, record: impl FnOnce() -> u64) -> Option<usize> {
+        self.part_of_route(key, key_route(key), time, deal, record)
     }
 
-    /// The worker a record of `key` belongs on by the key's latest deal
-    /// (`record` hashes the rest of it), if the key is hot.
+    /// [`part`](Self::part), for a key of route hash `route`.
     #[inline]
-    pub(crate) fn latest_part(&self, key: &K, record: impl FnOnce() -> u64) -> Option<usize> {
-        let route = key_route(key);
-        self.picker(key, route, None, Deal::Latest)
+    fn part_of_route(
+        &self,
+        key: &K,
+        route: u64,
+        time: Option<&T>,
+        deal: Deal,
+        record: impl FnOnce() -> u64,
+    ) -> Option<usize> {
+        self.picker(key, route, time, deal)
             .map(|picker| picker.pick_record(record(), route))
     }
 
