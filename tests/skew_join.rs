@@ -31,7 +31,47 @@ type Updates = Vec<(u8, u16, u64, isize)>;
 struct Found {
     mismatched: usize,
     produced: usize,
-    deals: Vec<(u64, Vec<usize>, usize)>,
+    deals: Vec<Dealt>,
+}
+
+/// A deal as logged: the key's hash, its workers, their shares and the
+/// side split.
+type Dealt = (u64, Vec<usize>, Vec<f64>, usize);
+
+/// An update as (record, time, diff), the form the inputs are fed in.
+type Fed = ((u8, u16), u64, isize);
+
+/// `updates` as the inputs are fed them.
+fn fed(updates: Updates) -> Arc<Vec<Fed>> {
+    Arc::new(
+        updates
+            .into_iter()
+            .map(|(key, value, at, diff)| ((key, value), at, diff))
+            .collect(),
+    )
+}
+
+/// Adds every deal `worker`'s skew-proof operators log to `deals`.
+fn log_deals(worker: &mut timely::worker::Worker, deals: Arc<Mutex<Vec<Dealt>>>) {
+    worker
+        .log_register()
+        .expect("a registry")
+        .insert::<SkewEventBuilder, _>(SKEW_LOG_NAME, move |_, events| {
+            for (_, event) in events.iter().flat_map(|events| events.iter()) {
+                if let SkewEvent::Hot {
+                    key,
+                    workers,
+                    shares,
+                    side,
+                } = event
+                {
+                    deals
+                        .lock()
+                        .unwrap()
+                        .push((*key, workers.clone(), shares.clone(), *side));
+                }
+            }
+        });
 }
 
 fn mismatches(workers: usize, left: Updates, right: Updates, skew: Skew) -> Found {
@@ -39,27 +79,10 @@ fn mismatches(workers: usize, left: Updates, right: Updates, skew: Skew) -> Foun
     let found2 = Arc::clone(&found);
     let deals = Arc::new(Mutex::new(Vec::new()));
     let deals2 = Arc::clone(&deals);
-    // As (record, time, diff), the form the inputs are fed in.
-    let records = |updates: Updates| -> Vec<_> {
-        updates
-            .into_iter()
-            .map(|(key, value, at, diff)| ((key, value), at, diff))
-            .collect()
-    };
-    let (left, right) = (Arc::new(records(left)), Arc::new(records(right)));
+    let (left, right) = (fed(left), fed(right));
     timely::execute(timely::Config::process(workers), move |worker| {
-        let deals = Arc::clone(&deals2);
         // The join, semijoin and antijoin all log here.
-        worker
-            .log_register()
-            .expect("a registry")
-            .insert::<SkewEventBuilder, _>(SKEW_LOG_NAME, move |_, events| {
-                for (_, event) in events.iter().flat_map(|events| events.iter()) {
-                    if let SkewEvent::Hot { key, workers, side, .. } = event {
-                        deals.lock().unwrap().push((*key, workers.clone(), *side));
-                    }
-                }
-            });
+        log_deals(worker, Arc::clone(&deals2));
         let mut facts = InputSession::<u64, (u8, u16), isize>::new();
         let mut table = InputSession::<u64, (u8, u16), isize>::new();
         let (found, found2) = (Arc::clone(&found2), Arc::clone(&found2));
@@ -141,7 +164,7 @@ fn a_hot_key_split_over_workers_joins_as_join_does() {
             found.deals
         );
         assert!(
-            workers == 1 || found.deals.iter().any(|(_, dealt, _)| dealt.len() > 1),
+            workers == 1 || found.deals.iter().any(|(_, dealt, ..)| dealt.len() > 1),
             "{:?}",
             found.deals
         );
@@ -196,7 +219,7 @@ fn the_second_sides_hot_key_is_split_on_its_side() {
         // Both sides have keys split on them.
         for side in [0, 1] {
             assert_eq!(
-                found.deals.iter().any(|deal| deal.2 == side && deal.1.len() > 1),
+                found.deals.iter().any(|deal| deal.3 == side && deal.1.len() > 1),
                 workers > 1,
                 "{workers} workers: {:?}",
                 found.deals
@@ -226,7 +249,7 @@ fn a_key_dealt_anew_as_its_load_grows_joins_as_join_does() {
         let found = mismatches(workers, left.clone(), right.clone(), skew);
         assert_eq!(found.mismatched, 0, "{workers} workers");
         let mut deals: HashMap<u64, usize> = HashMap::new();
-        for (key, _, _) in &found.deals {
+        for (key, ..) in &found.deals {
             *deals.entry(*key).or_default() += 1;
         }
         assert!(
@@ -238,35 +261,14 @@ fn a_key_dealt_anew_as_its_load_grows_joins_as_join_does() {
 }
 
 /// Each worker's output updates at `at`, from `skew_join` of `left` and
-/// `right` on `workers` workers, with the deals logged (key hash, workers,
-/// shares).
-#[allow(clippy::type_complexity)]
-fn output_at(workers: usize, left: Updates, right: Updates, at: u64) -> (Vec<usize>, Vec<(u64, Vec<usize>, Vec<f64>)>) {
+/// `right` on `workers` workers, with the deals logged.
+fn output_at(workers: usize, left: Updates, right: Updates, at: u64) -> (Vec<usize>, Vec<Dealt>) {
     let counts = Arc::new(Mutex::new(vec![0usize; workers]));
     let deals = Arc::new(Mutex::new(Vec::new()));
     let (counts2, deals2) = (Arc::clone(&counts), Arc::clone(&deals));
-    let records = |updates: Updates| -> Vec<_> {
-        updates
-            .into_iter()
-            .map(|(key, value, at, diff)| ((key, value), at, diff))
-            .collect()
-    };
-    let (left, right) = (Arc::new(records(left)), Arc::new(records(right)));
+    let (left, right) = (fed(left), fed(right));
     timely::execute(timely::Config::process(workers), move |worker| {
-        let deals = Arc::clone(&deals2);
-        worker
-            .log_register()
-            .expect("a registry")
-            .insert::<SkewEventBuilder, _>(SKEW_LOG_NAME, move |_, events| {
-                for (_, event) in events.iter().flat_map(|events| events.iter()) {
-                    if let SkewEvent::Hot {
-                        key, workers, shares, ..
-                    } = event
-                    {
-                        deals.lock().unwrap().push((*key, workers.clone(), shares.clone()));
-                    }
-                }
-            });
+        log_deals(worker, Arc::clone(&deals2));
         let mut facts = InputSession::<u64, (u8, u16), isize>::new();
         let mut table = InputSession::<u64, (u8, u16), isize>::new();
         let (me, counts) = (worker.index(), Arc::clone(&counts2));
@@ -317,7 +319,7 @@ fn a_hot_keys_row_renamed_costs_output_on_its_workers_only() {
     let latest = deals
         .iter()
         .rev()
-        .find(|(key, _, _)| *key == route)
+        .find(|(key, ..)| *key == route)
         .expect("key 0 turned hot");
     for (worker, &count) in counts.iter().enumerate() {
         let share = latest
