@@ -27,7 +27,7 @@ use differential_dataflow::trace::implementations::ValSpine;
 use differential_dataflow::trace::{Navigable, TraceReader};
 use differential_dataflow::{ExchangeData, Hashable};
 use timely::container::CapacityContainerBuilder;
-use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::channels::pact::{Exchange, ParallelizationContract, Pipeline};
 use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
 use timely::dataflow::operators::generic::OutputBuilder;
 use timely::dataflow::operators::vec::Map;
@@ -38,7 +38,7 @@ use timely::progress::{Antichain, Timestamp};
 use timely::scheduling::Activator;
 
 use super::arrange::{arrange_routed, Arranged};
-use super::route::{route, Deal, SharedRoutes};
+use super::route::{key_route, route, Deal, Routes, SharedRoutes};
 
 /// Advances of an arrangement's frontier after a key's deal during which
 /// its records in new batches are checked: moves sent by a worker that had
@@ -82,6 +82,67 @@ where
     R: ExchangeData + Abelian,
 {
     let scope = updates.scope();
+    let (held, watch, address) = hold(updates, route(routes), routes, name, Deal::Latest, Mover::round);
+    let arranged = arrange_routed(held.here.concat(held.on), Pipeline, name);
+    let mut trace = arranged.trace.clone();
+    let queue = trace.new_listener(scope.activator_for(address));
+    *watch.borrow_mut() = Some((trace, queue));
+    (arranged, held.routed)
+}
+
+/// Updates that reached their keys' owners, each held until its time's
+/// deals are learned (see [`hold_for_first_deal`]).
+pub(crate) struct Held<'scope, K, V, T: Timestamp, R> {
+    /// The updates that stay where they are.
+    pub(crate) here: StreamVec<'scope, T, ((K, V), T, R)>,
+    /// The updates passed on (and records moved), on the worker they went to.
+    pub(crate) on: StreamVec<'scope, T, ((K, V), T, R)>,
+    /// A stream whose frontier passes a time once every worker has routed
+    /// (and counted) its updates.
+    pub(crate) routed: StreamVec<'scope, T, ()>,
+}
+
+/// `updates` sent to their keys' owners, each held there until its time's
+/// deals are learned: those of keys hot by then (by their first deal) go
+/// on to their first part, in [`Held::on`], so that no owner reduces a hot
+/// key's records from the time it turned hot, that time included.
+pub(crate) fn hold_for_first_deal<'scope, K, V, T, R>(
+    updates: StreamVec<'scope, T, ((K, V), T, R)>,
+    routes: &SharedRoutes<K, T>,
+    name: &str,
+) -> Held<'scope, K, V, T, R>
+where
+    T: Timestamp + Lattice + TotalOrder,
+    K: ExchangeData + Hashable,
+    V: ExchangeData + Hashable,
+    R: ExchangeData + Semigroup,
+{
+    let to_owner = Exchange::new(|((key, _), _, _): &((K, V), T, R)| key_route(key));
+    // Records stay where they are first placed: nothing to watch.
+    hold(updates, to_owner, routes, name, Deal::First, |_, _, _| {}).0
+}
+
+/// The operator both of the above build: `updates` sent by `pact` and held
+/// until their time's deals are learned, then kept here or passed on by
+/// `deal`; then `round` sends the moves of records the returned watch
+/// (once set) finds misplaced.
+#[allow(clippy::type_complexity)]
+fn hold<'scope, K, V, T, R, P>(
+    updates: StreamVec<'scope, T, ((K, V), T, R)>,
+    pact: P,
+    routes: &SharedRoutes<K, T>,
+    name: &str,
+    deal: Deal,
+    mut round: impl FnMut(&mut Mover<K, V, T, R>, &Capability<T>, &mut Moves<K, V, T, R>) + 'static,
+) -> (Held<'scope, K, V, T, R>, Watch<K, V, T, R>, Rc<[usize]>)
+where
+    T: Timestamp + Lattice + TotalOrder,
+    K: ExchangeData + Hashable,
+    V: ExchangeData + Hashable,
+    R: ExchangeData + Semigroup,
+    P: ParallelizationContract<T, Vec<((K, V), T, R)>>,
+{
+    let scope = updates.scope();
     let watch: Watch<K, V, T, R> = Rc::new(RefCell::new(None));
     let mut builder = OperatorBuilder::new(format!("{name}Move"), scope);
     let address = builder.operator_info().address;
@@ -90,13 +151,13 @@ where
         routes.keep_dealt();
         routes.wake_on_learning(scope.activator_for(Rc::clone(&address)));
     }
-    let mut input = builder.new_input(updates, route(routes));
+    let mut input = builder.new_input(updates, pact);
     let (records, records_stream) = builder.new_output();
     let (moves, moves_stream) = builder.new_output();
     let (_, routed_stream) = builder.new_output::<Vec<()>>();
     let mut records = OutputBuilder::<T, CapacityContainerBuilder<Vec<((K, V), T, R)>>>::from(records);
     let mut moves = Moves::<K, V, T, R>::from(moves);
-    let mut mover = Mover::new(scope.index(), Rc::clone(routes), Rc::clone(&watch));
+    let mut mover = Mover::new(scope.index(), Rc::clone(routes), Rc::clone(&watch), deal);
     builder.build(move |mut caps| {
         // Moves of arranged records are sent at the earliest time the
         // routed updates may still carry; the third output says how far
@@ -105,6 +166,7 @@ where
         // Routed updates wait here, per time, until that time's deals are
         // learned: each then goes to the worker its deal names.
         let mut waiting: Waiting<K, V, T, R> = BTreeMap::new();
+        let mut frontier = Antichain::from_elem(T::minimum());
         move |frontiers| {
             input.for_each(|cap, data| {
                 // A stamp without a time carries no data.
@@ -119,11 +181,15 @@ where
                 held.push(std::mem::take(data));
             });
             mover.learn_deals();
+            if frontiers[0].frontier() != frontier.borrow() {
+                frontier = frontiers[0].frontier().to_owned();
+                mover.age();
+            }
             mover.release(&mut waiting, &mut records, &mut moves);
             if let Some(cap) = held.as_mut() {
-                mover.round(cap, &mut moves);
+                round(&mut mover, cap, &mut moves);
             }
-            match frontiers[0].frontier().first() {
+            match frontier.first() {
                 Some(time) => held
                     .iter_mut()
                     .chain(routed.iter_mut())
@@ -132,18 +198,33 @@ where
             }
         }
     });
+    let held = Held {
+        here: records_stream,
+        on: send_on(moves_stream, routes),
+        routed: routed_stream,
+    };
+    (held, watch, address)
+}
+
+/// Each update of `moves` sent to the worker it names, and counted there
+/// for the log.
+fn send_on<'scope, K, V, T, R>(
+    moves: StreamVec<'scope, T, (usize, ((K, V), T, R))>,
+    routes: &SharedRoutes<K, T>,
+) -> StreamVec<'scope, T, ((K, V), T, R)>
+where
+    T: Timestamp + TotalOrder,
+    K: ExchangeData + Hashable,
+    V: ExchangeData,
+    R: ExchangeData,
+{
     let routes = Rc::clone(routes);
-    let moved = moves_stream
+    moves
         .exchange(move |(worker, _): &(usize, ((K, V), T, R))| {
             routes.borrow_mut().sent_to(*worker);
             *worker as u64
         })
-        .map(|(_, update)| update);
-    let arranged = arrange_routed(records_stream.concat(moved), Pipeline, name);
-    let mut trace = arranged.trace.clone();
-    let queue = trace.new_listener(scope.activator_for(address));
-    *watch.borrow_mut() = Some((trace, queue));
-    (arranged, routed_stream)
+        .map(|(_, update)| update)
 }
 
 /// What one worker's mover keeps between rounds.
@@ -156,6 +237,9 @@ where
 {
     me: usize,
     routes: SharedRoutes<K, T>,
+    /// By which deal updates are placed: records move with the latest
+    /// only (the first never changes).
+    deal: Deal,
     watch: Watch<K, V, T, R>,
     /// The arrangement's upper, as its batches have told it.
     upper: Antichain<T>,
@@ -166,8 +250,9 @@ where
     /// looked up.
     dealt: Vec<K>,
     /// Keys dealt lately, in order, with how many more advances of the
-    /// arrangement's frontier their records in new batches are checked for
-    /// (a worker that had not learned the deal may still move some here).
+    /// input's frontier their updates, and their records in new batches,
+    /// are checked for (a worker that had not learned the deal may still
+    /// route or move some here).
     recent: BTreeMap<K, u32>,
     /// The time of the last moves sent: the next round waits until the
     /// arrangement holds them, or it would move them again.
@@ -179,12 +264,13 @@ where
     T: Timestamp + Lattice + TotalOrder,
     K: ExchangeData + Hashable,
     V: ExchangeData + Hashable,
-    R: ExchangeData + Abelian,
+    R: ExchangeData + Semigroup,
 {
-    fn new(me: usize, routes: SharedRoutes<K, T>, watch: Watch<K, V, T, R>) -> Self {
+    fn new(me: usize, routes: SharedRoutes<K, T>, watch: Watch<K, V, T, R>, deal: Deal) -> Self {
         Mover {
             me,
             routes,
+            deal,
             watch,
             upper: Antichain::from_elem(T::minimum()),
             astray: Vec::new(),
@@ -194,15 +280,39 @@ where
         }
     }
 
-    /// Takes the keys dealt anew since the last call: their records here
-    /// are looked up at the next round, and checked in new batches for a
-    /// while.
+    /// Takes the keys dealt anew since the last call: their updates are
+    /// checked for a while and, where records move with their deals, their
+    /// records here are looked up at the next round and checked in new
+    /// batches.
     fn learn_deals(&mut self) {
         let dealt = self.routes.borrow_mut().take_dealt();
         for key in &dealt {
             self.recent.insert(key.clone(), RECENT);
         }
-        self.dealt.extend(dealt);
+        if matches!(self.deal, Deal::Latest) {
+            self.dealt.extend(dealt);
+        }
+    }
+
+    /// The input's frontier advanced: one advance fewer for each lately
+    /// dealt key.
+    fn age(&mut self) {
+        self.recent.retain(|_, left| {
+            *left -= 1;
+            *left > 0
+        });
+    }
+
+    /// The worker other than this one that an update of `key` at `time`
+    /// goes on to, if its key is hot then (`record` hashes the rest of it):
+    /// by the first deal, every hot key's update goes on (to its part,
+    /// here or not).
+    fn place(&self, routes: &Routes<K, T>, key: &K, time: &T, record: impl FnOnce() -> u64) -> Option<usize> {
+        let worker = routes.part(key, Some(time), self.deal, record);
+        match self.deal {
+            Deal::Latest => worker.filter(|&worker| worker != self.me),
+            Deal::First => worker,
+        }
     }
 
     /// Sends on the waiting updates of every time whose deals are all
@@ -237,11 +347,7 @@ where
                 let routes = self.routes.borrow();
                 let parts: Vec<Option<usize>> = updates
                     .iter()
-                    .map(|((key, val), time, _)| {
-                        routes
-                            .part(key, Some(time), Deal::Latest, || val.hashed().into())
-                            .filter(|&worker| worker != self.me)
-                    })
+                    .map(|((key, val), time, _)| self.place(&routes, key, time, || val.hashed().into()))
                     .collect();
                 drop(routes);
                 let passed = parts.iter().filter(|part| part.is_some()).count() as u64;
@@ -257,7 +363,15 @@ where
             }
         }
     }
+}
 
+impl<K, V, T, R> Mover<K, V, T, R>
+where
+    T: Timestamp + Lattice + TotalOrder,
+    K: ExchangeData + Hashable,
+    V: ExchangeData + Hashable,
+    R: ExchangeData + Abelian,
+{
     /// Reads the new batches and deals, and once the arrangement holds the
     /// last moves, sends the next at `cap`'s time.
     fn round(&mut self, cap: &Capability<T>, moves: &mut Moves<K, V, T, R>) {
@@ -272,10 +386,6 @@ where
                     trace.set_logical_compaction(upper.borrow());
                     trace.set_physical_compaction(upper.borrow());
                     self.upper = upper;
-                    self.recent.retain(|_, left| {
-                        *left -= 1;
-                        *left > 0
-                    });
                 }
                 TraceReplayInstruction::Span(span, _) => {
                     if let Some(batch) = span.inner {

@@ -3,8 +3,9 @@
 //! part of a hot key's records, and the key's owner reduces the parts'
 //! results. A record of a hot key is reduced
 //! first on a worker fixed by the record itself and the key's first deal,
-//! so that a retraction meets its insertion; a key's records from before it
-//! turned hot move there when it does.
+//! so that a retraction meets its insertion. The owners hold each time's
+//! records until its deals are learned, so a key is split from the time
+//! that found it hot; its records from before move to their parts then.
 
 use std::collections::HashSet;
 use std::rc::Rc;
@@ -12,7 +13,7 @@ use std::rc::Rc;
 use differential_dataflow::difference::Semigroup;
 use differential_dataflow::lattice::Lattice;
 use differential_dataflow::trace::implementations::{ValBuilder, ValSpine};
-use differential_dataflow::{AsCollection, ExchangeData, Hashable, VecCollection};
+use differential_dataflow::{ExchangeData, Hashable, VecCollection};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
@@ -25,6 +26,7 @@ use timely::progress::Timestamp;
 
 use super::arrange::{arrange_routed, mark_hot, Arranged};
 use super::hot_keys::hot_keys;
+use super::mover::hold_for_first_deal;
 use super::route::{Routes, SharedRoutes};
 use super::settings::Skew;
 
@@ -144,11 +146,14 @@ where
         return records.reduce(move |key, input, output| logic.first(key, input, output));
     }
     // Cold keys' records to their owners, hot keys' to their parts (as far
-    // as this worker has learned the hot keys).
+    // as this worker has learned the hot keys); the owners hold each time's
+    // records until its deals are learned, and pass on those of keys hot
+    // by then.
     let routes = Routes::shared(&scope);
     let (cold, split_hot) = split(records, &routes);
-    let cold = cold.as_collection().arrange_by_key();
-    let hot = hot_keys(cold.stream.clone(), &[Rc::clone(&routes)], skew);
+    let held = hold_for_first_deal(cold, &routes, "SkewCold");
+    let cold = arrange_routed(held.here, Pipeline, "SkewColdArranged");
+    let hot = hot_keys(held.routed, &[Rc::clone(&routes)], skew);
     // Every worker marks every hot key from the time it turned hot; a
     // key's first deal seen is its earliest. The key's deal is learned
     // before the mark: the records the mark moves go to their parts by it.
@@ -167,7 +172,7 @@ where
         .clone()
         .join_core(cold.clone(), |key, _, val| Some((key.clone(), val.clone())));
     let parts = arrange_routed(
-        moved.inner.concat(split_hot),
+        moved.inner.concat(split_hot).concat(held.on),
         Exchange::new(move |((key, val), _, _): &((K, V), T, R)| {
             by_deal.borrow().first_part(key, val.hashed().into()) as u64
         }),
