@@ -76,6 +76,12 @@ impl Sent {
         Sent(vec![0; if listening { peers } else { 0 }])
     }
 
+    /// Whether anyone listens (else counting is skipped).
+    #[inline]
+    pub(crate) fn listening(&self) -> bool {
+        !self.0.is_empty()
+    }
+
     /// One more update sent to `worker`.
     #[inline]
     pub(crate) fn to(&mut self, worker: usize) {

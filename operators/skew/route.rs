@@ -161,7 +161,10 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
         let route = key_route(key);
         let worker = self.part_of_route(key, route, Some(time), deal, record);
         self.count(key, route, time);
-        self.sent.to(worker.unwrap_or((route % self.peers) as usize));
+        if self.sent.listening() {
+            // A division per update otherwise, for nothing.
+            self.sent.to(worker.unwrap_or((route % self.peers) as usize));
+        }
         worker
     }
 
