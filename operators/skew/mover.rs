@@ -208,6 +208,7 @@ where
 
 /// Each update of `moves` sent to the worker it names, and counted there
 /// for the log.
+#[allow(clippy::type_complexity)]
 fn send_on<'scope, K, V, T, R>(
     moves: StreamVec<'scope, T, (usize, ((K, V), T, R))>,
     routes: &SharedRoutes<K, T>,
