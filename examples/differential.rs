@@ -20,6 +20,10 @@
 //! cargo run --release --example differential -- --join --skew -w 2
 //! ```
 //!
+//! `--doctor PATH` writes equipoise's skew report of this dataflow
+//! (`equipoise::doctor`): each operator's records, time and arranged
+//! records per worker, the costliest skew first.
+//!
 //! Several processes: give each the same flags plus `-n`, `-p` and
 //! `--hostfile`. The output digest is the same for every grouping (or for
 //! `join` and `skew_join`), worker count and process count.
@@ -35,6 +39,7 @@ use clap::Parser;
 use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::VecCollection;
 use equipoise::common::hash::splitmix64;
+use equipoise::doctor;
 use equipoise::pkg::{key_hash, PkgCountCollection, PkgEvent, Scheme, LOG_NAME};
 use equipoise::skew::{SkewAssociative, SkewEvent, SkewJoin, SkewMinMax, SkewReduce, SKEW_LOG_NAME};
 use equipoise_lab::common::cluster::ClusterArgs;
@@ -115,6 +120,13 @@ struct Args {
     /// writes FILE.p).
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
+    /// Write the skew report of this dataflow (`equipoise::doctor`: each
+    /// operator's records, busy time and arranged records per worker, the
+    /// busiest worker over the mean, the costliest first) to PATH as JSON
+    /// (from the process hosting worker 0). With `--log`, the report does
+    /// not list the hot keys.
+    #[arg(long, value_name = "PATH")]
+    doctor: Option<PathBuf>,
 }
 
 /// What the keys in the window are reduced to.
@@ -212,6 +224,8 @@ struct WorkerFigures {
     elapsed_s: f64,
     /// Each epoch's latency, from its first update to the probe passing it.
     latencies_us: Vec<u64>,
+    /// The skew report, on worker 0 with `--doctor`.
+    doctor: Option<doctor::Report>,
 }
 
 /// The report: `--report`'s JSON.
@@ -237,6 +251,9 @@ struct Report {
     /// Epoch latency (from an epoch's first update to its last count),
     /// over the epochs of every worker.
     latency_ms: LatencySummary,
+    /// The skew report, written to `--doctor`'s file, not `--report`'s.
+    #[serde(skip)]
+    diagnosed: Option<doctor::Report>,
 }
 
 fn main() -> ExitCode {
@@ -294,9 +311,11 @@ fn run(args: Args) -> Result<(), Error> {
     let joiner = args.join.then_some(args.skew);
     let max_in_flight = args.max_in_flight.max(1);
 
+    let diagnose = args.doctor.is_some();
     let job = move |worker: &mut timely::worker::Worker| {
         let (index, peers) = (worker.index() as u64, worker.peers() as u64);
         // Before the dataflow is built: the pact looks its logger up then.
+        let doctor = diagnose.then(|| doctor::register(worker));
         if let Some(log) = &log {
             match joiner {
                 None if !skew => log.register::<PkgEvent>(worker, LOG_NAME),
@@ -375,10 +394,12 @@ fn run(args: Args) -> Result<(), Error> {
             worker.step_or_park(None);
             open.retire(&probe);
         }
+        let elapsed_s = start.elapsed().as_secs_f64();
         WorkerFigures {
             digest: digest.get(),
-            elapsed_s: start.elapsed().as_secs_f64(),
+            elapsed_s,
             latencies_us: open.latencies_us,
+            doctor: doctor.and_then(|doctor| doctor.report(worker)),
         }
     };
 
@@ -403,7 +424,9 @@ fn run(args: Args) -> Result<(), Error> {
     };
     let retracted = epochs.saturating_sub(window.max(1)) * u64::from(window > 0);
     let (keys, processes, workers) = (args.keys.to_string(), cluster.processes, cluster.total_workers());
-    let assemble = move |figures: Vec<WorkerFigures>| {
+    let doctor_path = args.doctor.clone();
+    let assemble = move |mut figures: Vec<WorkerFigures>| {
+        let diagnosed = figures.iter_mut().find_map(|f| f.doctor.take());
         let elapsed_s = figures.iter().map(|f| f.elapsed_s).fold(0.0, f64::max);
         let latencies: Vec<u64> = figures.iter().flat_map(|f| f.latencies_us.iter().copied()).collect();
         let updates = (epochs + retracted) * inserts;
@@ -420,6 +443,7 @@ fn run(args: Args) -> Result<(), Error> {
             updates_per_s: updates as f64 / elapsed_s.max(f64::MIN_POSITIVE),
             counts_digest: figures.iter().fold(0u64, |sum, f| sum.wrapping_add(f.digest)),
             latency_ms: LatencySummary::from_micros(&latencies),
+            diagnosed,
         }
     };
     if let Some(report) = run_gathered(&cluster, job, assemble)? {
@@ -440,6 +464,9 @@ fn run(args: Args) -> Result<(), Error> {
         }
         if let Some(path) = &args.report {
             write_report(path, &report)?;
+        }
+        if let (Some(path), Some(diagnosed)) = (&doctor_path, &report.diagnosed) {
+            write_report(path, diagnosed)?;
         }
     }
     Ok(())

@@ -51,6 +51,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod common;
+pub mod doctor;
 pub mod pkg;
 pub mod shed;
 #[cfg(feature = "differential")]
