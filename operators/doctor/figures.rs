@@ -66,6 +66,12 @@ impl Figures {
         }
     }
 
+    /// Forgets the dataflows hidden so far, once they are built (their
+    /// later events name operators and channels no longer kept).
+    pub(crate) fn forget_hidden(&mut self) {
+        self.hidden.clear();
+    }
+
     fn hidden(&self, address: &[usize]) -> bool {
         self.hidden.iter().any(|root| address.starts_with(root))
     }
@@ -75,7 +81,11 @@ impl Figures {
         match event {
             TimelyEvent::Operates(op) => {
                 if op.addr.len() == 1 && op.name == self.hide {
-                    self.hidden.push(op.addr.clone());
+                    // A dataflow is logged after its operators: they go now.
+                    let root = op.addr.clone();
+                    self.operators.retain(|_, op| !op.address.starts_with(&root));
+                    self.channels.retain(|_, (_, target)| !target.starts_with(&root));
+                    self.hidden.push(root);
                 }
                 if !self.hidden(&op.addr) {
                     let operator = Operator {
@@ -175,5 +185,85 @@ impl Figures {
             .collect();
         operators.sort_by(|a, b| a.address.cmp(&b.address));
         operators
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use timely::logging::{ChannelsEvent, MessagesEvent, OperatesEvent, ScheduleEvent};
+
+    fn operates(id: usize, addr: &[usize], name: &str) -> TimelyEvent {
+        TimelyEvent::Operates(OperatesEvent {
+            id,
+            addr: addr.to_vec(),
+            name: name.to_owned(),
+        })
+    }
+
+    fn received(channel: usize, source: usize, records: i64) -> TimelyEvent {
+        TimelyEvent::Messages(MessagesEvent {
+            is_send: false,
+            channel,
+            source,
+            target: 0,
+            seq_no: 0,
+            record_count: records,
+        })
+    }
+
+    #[test]
+    fn records_time_and_arrangements_by_operator_with_scopes_and_hidden_dataflows_left_out() {
+        let mut figures = Figures::hiding("Hidden");
+        let at = |ms: u64| Duration::from_millis(ms);
+        for event in [
+            operates(1, &[0, 1], "Source"),
+            operates(2, &[0, 2], "Arrange"),
+            operates(0, &[0], "Dataflow"),
+        ] {
+            figures.timely(at(0), &event);
+        }
+        let channel = ChannelsEvent {
+            id: 7,
+            scope_addr: vec![0],
+            source: (1, 0),
+            target: (2, 0),
+            typ: String::new(),
+        };
+        figures.timely(at(0), &TimelyEvent::Channels(channel));
+        // Another worker's records and this one's own; sends are not counted.
+        figures.timely(at(0), &received(7, 1, 30));
+        figures.timely(at(0), &received(7, 0, 12));
+        let mut sent = received(7, 0, 99);
+        if let TimelyEvent::Messages(message) = &mut sent {
+            message.is_send = true;
+        }
+        figures.timely(at(0), &sent);
+        // The dataflow runs 10 ms, its arrangement 4 of them.
+        for (ms, event) in [
+            (0, ScheduleEvent::start(0)),
+            (3, ScheduleEvent::start(2)),
+            (7, ScheduleEvent::stop(2)),
+            (10, ScheduleEvent::stop(0)),
+        ] {
+            figures.timely(at(ms), &TimelyEvent::Schedule(event));
+        }
+        #[cfg(feature = "differential")]
+        {
+            figures.arranged(2, 40);
+            figures.arranged(2, -15);
+        }
+        // A hidden dataflow, logged after its operator.
+        figures.timely(at(0), &operates(4, &[1, 1], "Input"));
+        figures.timely(at(0), &operates(3, &[1], "Hidden"));
+        let operators = figures.operators();
+        let names: Vec<&str> = operators.iter().map(|op| op.name.as_str()).collect();
+        assert_eq!(names, ["Source", "Arrange"]);
+        let arrange = &operators[1];
+        assert_eq!((arrange.records, arrange.exchanged), (42, true));
+        assert_eq!(arrange.busy_ns, 4_000_000);
+        assert_eq!(operators[0].feeds, ["Arrange"]);
+        #[cfg(feature = "differential")]
+        assert_eq!(arrange.arranged, Some((25, 40)));
     }
 }

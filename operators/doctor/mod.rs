@@ -152,6 +152,8 @@ impl Doctor {
         if let Some(mut register) = worker.log_register() {
             register.flush();
         }
+        // Earlier reports' dataflows are built: what they log is dropped.
+        self.figures.borrow_mut().forget_hidden();
         let mine = (
             worker.index(),
             self.figures.borrow().operators(),

@@ -1,0 +1,197 @@
+//! The skew report (`equipoise::doctor`): a count into which one key
+//! brings half the records is named, with its busiest worker and the
+//! records each worker received counted by a brute-force routing of the
+//! same keys; a uniform one reports every operator even; across two
+//! processes the report equals one process's of the same workers; a
+//! program that never registers has no logger installed.
+
+use differential_dataflow::input::Input;
+use differential_dataflow::Hashable;
+use equipoise::doctor::{self, Report};
+use equipoise::skew::SkewReduce;
+use timely::logging::TimelyEventBuilder;
+
+use support::{report, run_example, run_two_processes, scratch};
+
+mod support;
+
+/// Records inserted over all workers.
+const RECORDS: u64 = 40_000;
+
+/// The report of a count (`skew_count` if `skew`) of `key(i)` for `RECORDS`
+/// records, on `workers` workers, asked for twice (the second after nothing
+/// more happened).
+fn count_report(workers: usize, key: fn(u64) -> u64, skew: bool) -> (Report, Report) {
+    let guards = timely::execute(timely::Config::process(workers), move |worker| {
+        let doctor = doctor::register(worker);
+        let (index, peers) = (worker.index() as u64, worker.peers() as u64);
+        let mut input = worker.dataflow::<u64, _, _>(|scope| {
+            let (input, keys) = scope.new_collection::<u64, isize>();
+            if skew {
+                keys.skew_count();
+            } else {
+                keys.count();
+            }
+            input
+        });
+        for i in (index..RECORDS).step_by(peers as usize) {
+            input.insert(key(i));
+        }
+        input.close();
+        while worker.step() {}
+        let first = doctor.report(worker);
+        let second = doctor.report(worker);
+        first.zip(second)
+    })
+    .unwrap();
+    guards
+        .join()
+        .into_iter()
+        .find_map(|result| result.unwrap())
+        .expect("worker 0's report")
+}
+
+fn half_on_key_0(i: u64) -> u64 {
+    if i % 2 == 0 {
+        0
+    } else {
+        i
+    }
+}
+
+#[test]
+fn a_key_with_half_the_records_names_the_count_its_worker_and_its_records() {
+    for workers in 1..=4usize {
+        let (report, again) = count_report(workers, half_on_key_0, false);
+        assert_eq!(report.workers, workers);
+        // Differential's exchange, by brute force: each key to its hash's worker.
+        let mut expected = vec![0u64; workers];
+        for i in 0..RECORDS {
+            expected[(half_on_key_0(i).hashed() % workers as u64) as usize] += 1;
+        }
+        let count = report.operator("Arrange: Count").expect("the count's arrangement");
+        assert_eq!(count.records, expected, "{workers} workers");
+        let owner = (0u64.hashed() % workers as u64) as usize;
+        assert_eq!(count.records_spread.busiest, owner);
+        let mean = RECORDS as f64 / workers as f64;
+        assert!((count.busiest_over_mean - expected[owner] as f64 / mean).abs() < 1e-9);
+        if workers > 1 {
+            // About (workers + 1) / 2: half the records and a share of the rest.
+            assert!(
+                count.busiest_over_mean > (workers as f64 + 1.0) / 2.0 - 0.1,
+                "{}",
+                count.busiest_over_mean
+            );
+            assert!(count.hint.as_deref().unwrap().contains("skew_count"));
+        } else {
+            assert_eq!(count.hint, None);
+        }
+        // Every worker's arrangement held something; none holds anything now.
+        let arranged = count.arranged.as_ref().expect("an arrangement");
+        assert!(arranged.iter().all(|&held| held > 0), "{arranged:?}");
+        assert!(count.arranged_now.as_ref().unwrap().iter().all(|&held| held == 0));
+        // The report's own dataflows are left out, and asking again changes nothing.
+        assert!(report.operators.iter().all(|op| op.address[0] == 0));
+        assert_eq!(again.operator("Arrange: Count").unwrap().records, expected);
+        assert_eq!(again.operators.len(), report.operators.len());
+    }
+}
+
+#[test]
+fn uniform_keys_report_every_operator_even_and_skew_count_evens_the_skewed() {
+    let (report, _) = count_report(4, |i| i, false);
+    for op in report.operators.iter().filter(|op| op.records.iter().sum::<u64>() > 0) {
+        assert!(
+            op.records_spread.busiest_over_mean < 1.1,
+            "{} {:?}",
+            op.name,
+            op.records
+        );
+        assert_eq!(op.hint, None);
+    }
+    let (report, _) = count_report(4, half_on_key_0, true);
+    // The hot key's updates are summed before the exchange: the arrangement
+    // the count reads is even, and the key is listed as hot.
+    let count = report.operator("Arrange: Count").expect("the count's arrangement");
+    assert!(count.busiest_over_mean < 1.2, "{:?}", count.records);
+    assert!(report.hot_keys.iter().any(|(key, _)| *key == 0u64.hashed()));
+}
+
+#[test]
+fn a_program_that_never_registers_has_no_logger() {
+    timely::execute(timely::Config::process(2), |worker| {
+        worker.dataflow::<u64, _, _>(|scope| {
+            scope.new_collection_from(0..100u64).1.skew_count();
+        });
+        assert!(worker
+            .log_register()
+            .unwrap()
+            .get::<TimelyEventBuilder>("timely")
+            .is_none());
+    })
+    .unwrap();
+}
+
+/// The differential example's `--doctor` report of a run with `args`.
+fn doctor_json(name: &str, args: &[&str]) -> serde_json::Value {
+    let path = scratch(name);
+    let out = run_example("differential", &[args, &["--doctor", path.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    report(&path)
+}
+
+/// The operator named `name` in a JSON report.
+fn named<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    report["operators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|op| op["name"] == name)
+        .unwrap()
+}
+
+const JOIN: [&str; 8] = [
+    "--join",
+    "--keys",
+    "zipf:1.5:100000",
+    "--epochs",
+    "6",
+    "--inserts",
+    "50000",
+    "-w",
+];
+
+#[test]
+fn the_example_names_a_skewed_join_and_the_skew_proof_one_is_even() {
+    let join = doctor_json("doctor-join.json", &[&JOIN[..], &["4"]].concat());
+    let arranged = join["operators"][0]["records"].clone();
+    let facts = join["operators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|op| op["name"] == "ArrangeByKey")
+        .map(|op| op["busiest_over_mean"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    assert!(facts >= 1.5, "{facts} {arranged}");
+    let skew = doctor_json("doctor-skew-join.json", &[&JOIN[..], &["4", "--skew"]].concat());
+    let split = named(&skew, "SkewJoinArrange")["busiest_over_mean"].as_f64().unwrap();
+    assert!(split <= 1.2, "{split}");
+    assert!(!skew["hot_keys"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn two_processes_report_as_one_process_of_the_same_workers() {
+    let args = ["--keys", "zipf:1.2:10000", "--epochs", "4", "--inserts", "20000"];
+    let one = doctor_json("doctor-one.json", &[&args[..], &["-w", "4"]].concat());
+    let path = scratch("doctor-two.json");
+    run_two_processes(
+        "differential",
+        &[&args[..], &["--doctor", path.to_str().unwrap()]].concat(),
+        &scratch("doctor-two-run.json"),
+    );
+    let two = report(&path);
+    assert_eq!(two["workers"], 4);
+    let (one, two) = (named(&one, "Arrange: Count"), named(&two, "Arrange: Count"));
+    assert_eq!(one["records"], two["records"]);
+    assert!(one["busiest_over_mean"].as_f64().unwrap() > 1.2);
+}
