@@ -52,7 +52,7 @@ fn count_report(workers: usize, key: fn(u64) -> u64, skew: bool) -> (Report, Rep
 }
 
 fn half_on_key_0(i: u64) -> u64 {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         0
     } else {
         i
