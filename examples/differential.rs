@@ -39,15 +39,14 @@ use clap::Parser;
 use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::VecCollection;
 use equipoise::common::hash::splitmix64;
-use equipoise::doctor;
 use equipoise::pkg::{key_hash, PkgCountCollection, PkgEvent, Scheme, LOG_NAME};
 use equipoise::skew::{SkewAssociative, SkewEvent, SkewJoin, SkewMinMax, SkewReduce, SKEW_LOG_NAME};
 use equipoise_lab::common::cluster::ClusterArgs;
-use equipoise_lab::common::driver::{run_gathered, OpenEpochs};
+use equipoise_lab::common::driver::{run_diagnosed, OpenEpochs};
 use equipoise_lab::common::keys::{KeySampler, KeySpec};
 use equipoise_lab::common::latency::LatencySummary;
 use equipoise_lab::common::log_file::LogFile;
-use equipoise_lab::common::program::write_report;
+use equipoise_lab::common::program::{write_diagnosis, write_report};
 use equipoise_lab::common::Error;
 use serde::{Deserialize, Serialize};
 use timely::dataflow::operators::Probe;
@@ -224,8 +223,6 @@ struct WorkerFigures {
     elapsed_s: f64,
     /// Each epoch's latency, from its first update to the probe passing it.
     latencies_us: Vec<u64>,
-    /// The skew report, on worker 0 with `--doctor`.
-    doctor: Option<doctor::Report>,
 }
 
 /// The report: `--report`'s JSON.
@@ -251,9 +248,6 @@ struct Report {
     /// Epoch latency (from an epoch's first update to its last count),
     /// over the epochs of every worker.
     latency_ms: LatencySummary,
-    /// The skew report, written to `--doctor`'s file, not `--report`'s.
-    #[serde(skip)]
-    diagnosed: Option<doctor::Report>,
 }
 
 fn main() -> ExitCode {
@@ -311,11 +305,9 @@ fn run(args: Args) -> Result<(), Error> {
     let joiner = args.join.then_some(args.skew);
     let max_in_flight = args.max_in_flight.max(1);
 
-    let diagnose = args.doctor.is_some();
     let job = move |worker: &mut timely::worker::Worker| {
         let (index, peers) = (worker.index() as u64, worker.peers() as u64);
         // Before the dataflow is built: the pact looks its logger up then.
-        let doctor = diagnose.then(|| doctor::register(worker));
         if let Some(log) = &log {
             match joiner {
                 None if !skew => log.register::<PkgEvent>(worker, LOG_NAME),
@@ -394,12 +386,10 @@ fn run(args: Args) -> Result<(), Error> {
             worker.step_or_park(None);
             open.retire(&probe);
         }
-        let elapsed_s = start.elapsed().as_secs_f64();
         WorkerFigures {
             digest: digest.get(),
-            elapsed_s,
+            elapsed_s: start.elapsed().as_secs_f64(),
             latencies_us: open.latencies_us,
-            doctor: doctor.and_then(|doctor| doctor.report(worker)),
         }
     };
 
@@ -424,9 +414,7 @@ fn run(args: Args) -> Result<(), Error> {
     };
     let retracted = epochs.saturating_sub(window.max(1)) * u64::from(window > 0);
     let (keys, processes, workers) = (args.keys.to_string(), cluster.processes, cluster.total_workers());
-    let doctor_path = args.doctor.clone();
-    let assemble = move |mut figures: Vec<WorkerFigures>| {
-        let diagnosed = figures.iter_mut().find_map(|f| f.doctor.take());
+    let assemble = move |figures: Vec<WorkerFigures>| {
         let elapsed_s = figures.iter().map(|f| f.elapsed_s).fold(0.0, f64::max);
         let latencies: Vec<u64> = figures.iter().flat_map(|f| f.latencies_us.iter().copied()).collect();
         let updates = (epochs + retracted) * inserts;
@@ -443,10 +431,9 @@ fn run(args: Args) -> Result<(), Error> {
             updates_per_s: updates as f64 / elapsed_s.max(f64::MIN_POSITIVE),
             counts_digest: figures.iter().fold(0u64, |sum, f| sum.wrapping_add(f.digest)),
             latency_ms: LatencySummary::from_micros(&latencies),
-            diagnosed,
         }
     };
-    if let Some(report) = run_gathered(&cluster, job, assemble)? {
+    if let Some((report, diagnosed)) = run_diagnosed(&cluster, args.doctor.is_some(), job, assemble)? {
         if !args.quiet {
             println!(
                 "{} on {} workers in {} process{}: {} updates in {:.2} s ({:.0} updates/s), epoch latency p50 {:.1} ms, p99 {:.1} ms; counts digest {}",
@@ -465,9 +452,7 @@ fn run(args: Args) -> Result<(), Error> {
         if let Some(path) = &args.report {
             write_report(path, &report)?;
         }
-        if let (Some(path), Some(diagnosed)) = (&doctor_path, &report.diagnosed) {
-            write_report(path, diagnosed)?;
-        }
+        write_diagnosis(args.doctor.as_deref(), diagnosed.as_ref())?;
     }
     Ok(())
 }

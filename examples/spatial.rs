@@ -23,10 +23,11 @@ use std::process::ExitCode;
 use std::rc::Rc;
 
 use clap::Parser;
+use equipoise::doctor::Report;
 use equipoise::swarm::{Match, PartitionState, RangeQueries, SpatioTextual, Swarm};
 use equipoise_lab::common::cluster::ClusterArgs;
-use equipoise_lab::common::driver::run_gathered;
-use equipoise_lab::common::program::write_report;
+use equipoise_lab::common::driver::run_diagnosed;
+use equipoise_lab::common::program::{write_diagnosis, write_report};
 use equipoise_lab::common::Error;
 use equipoise_lab::swarm::cli::{SpatialArgs, SpatialRun};
 use equipoise_lab::swarm::job::{SpatialJob, SpatialReport, WorkerFigures};
@@ -43,22 +44,28 @@ fn main() -> ExitCode {
 }
 
 fn main_with(args: SpatialArgs) -> Result<(), Error> {
+    let diagnose = args.doctor.is_some();
     let report = match args.run()? {
-        (SpatialRun::Range(job), cluster) => run_app::<RangeQueries>(job, &cluster)?,
-        (SpatialRun::Textual(job), cluster) => run_app::<SpatioTextual>(job, &cluster)?,
+        (SpatialRun::Range(job), cluster) => run_app::<RangeQueries>(job, &cluster, diagnose)?,
+        (SpatialRun::Textual(job), cluster) => run_app::<SpatioTextual>(job, &cluster, diagnose)?,
     };
-    if let Some(report) = report {
+    if let Some((report, diagnosed)) = report {
         print!("{report}");
         if let Some(path) = &args.report {
             write_report(path, &report)?;
         }
+        write_diagnosis(args.doctor.as_deref(), diagnosed.as_ref())?;
     }
     Ok(())
 }
 
-/// Runs the job on every worker of the cluster; the report in the process
-/// hosting worker 0.
-fn run_app<S>(job: SpatialJob<S::Point, S::Query>, cluster: &ClusterArgs) -> Result<Option<SpatialReport>, Error>
+/// Runs the job on every worker of the cluster; the report (and the skew
+/// report if `diagnose`) in the process hosting worker 0.
+fn run_app<S>(
+    job: SpatialJob<S::Point, S::Query>,
+    cluster: &ClusterArgs,
+    diagnose: bool,
+) -> Result<Option<(SpatialReport, Option<Report>)>, Error>
 where
     S: PartitionState<Output = Match>,
     S::Point: Sync,
@@ -66,8 +73,9 @@ where
 {
     job.check(cluster)?;
     let (shared, processes) = (job.clone(), cluster.processes);
-    run_gathered(
+    run_diagnosed(
         cluster,
+        diagnose,
         move |worker| self::worker::<S>(worker, &shared),
         move |figures| job.assemble(processes, figures),
     )

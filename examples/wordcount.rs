@@ -75,6 +75,12 @@ struct Args {
     /// FILE.p).
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
+    /// Write the skew report of this dataflow (`equipoise::doctor`: each
+    /// operator's records, busy time and arranged records per worker, the
+    /// busiest worker over the mean, the costliest first) to PATH as JSON
+    /// (from the process hosting worker 0).
+    #[arg(long, value_name = "PATH")]
+    doctor: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -110,6 +116,7 @@ fn run(args: Args) -> Result<(), Error> {
         max_in_flight: args.max_in_flight,
         progress: !args.quiet,
         log: LogFile::for_flag(args.log.as_deref(), &cluster)?,
+        doctor: args.doctor.clone(),
     };
     if let Some(report) = run_wordcount(config, &cluster)? {
         print_summary(&report);

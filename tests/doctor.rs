@@ -195,3 +195,57 @@ fn two_processes_report_as_one_process_of_the_same_workers() {
     assert_eq!(one["records"], two["records"]);
     assert!(one["busiest_over_mean"].as_f64().unwrap() > 1.2);
 }
+
+#[test]
+fn the_word_count_and_spatial_examples_write_their_reports() {
+    // Key grouping: the counting operator's records per worker are the
+    // example's own count of what each worker counted.
+    let (path, counted) = (scratch("doctor-wordcount.json"), scratch("wordcount-report.json"));
+    let args = [
+        "--grouping",
+        "key",
+        "--keys",
+        "zipf:1.5:10000",
+        "--records",
+        "100000",
+        "-w",
+        "3",
+    ];
+    let files = [
+        "--doctor",
+        path.to_str().unwrap(),
+        "--report",
+        counted.to_str().unwrap(),
+    ];
+    let out = run_example("wordcount", &[&args[..], &files[..]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (diagnosed, counted) = (report(&path), report(&counted));
+    assert_eq!(
+        named(&diagnosed, "PkgPartials")["records"],
+        counted["per_worker_records"]
+    );
+    let path = scratch("doctor-spatial.json");
+    let out = run_example(
+        "spatial",
+        &[
+            "--points",
+            "20000",
+            "--queries",
+            "200",
+            "-w",
+            "2",
+            "--doctor",
+            path.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let diagnosed = report(&path);
+    assert_eq!(diagnosed["workers"], 2);
+    let routed: u64 = named(&diagnosed, "SwarmExecutor")["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_u64().unwrap())
+        .sum();
+    assert!(routed >= 20_000, "{routed}");
+}

@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use equipoise::doctor;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::worker::Worker;
@@ -26,13 +27,31 @@ where
     F: ExchangeData + Clone,
     R: Send + 'static,
 {
+    Ok(run_diagnosed(cluster, false, job, assemble)?.map(|(report, _)| report))
+}
+
+/// [`run_gathered`], with the skew report of the job's dataflows
+/// (`equipoise::doctor`, registered before `job` builds them and asked for
+/// once it returns) if `diagnose`.
+pub fn run_diagnosed<F, R>(
+    cluster: &ClusterArgs,
+    diagnose: bool,
+    job: impl Fn(&mut Worker) -> F + Send + Sync + 'static,
+    assemble: impl Fn(Vec<F>) -> R + Send + Sync + 'static,
+) -> Result<Option<(R, Option<doctor::Report>)>, Error>
+where
+    F: ExchangeData + Clone,
+    R: Send + 'static,
+{
     let result = Arc::new(Mutex::new(None));
     let slot = Arc::clone(&result);
     let guards = cluster.execute(move |worker| {
+        let doctor = diagnose.then(|| doctor::register(worker));
         let figures = job(worker);
+        let diagnosed = doctor.and_then(|doctor| doctor.report(worker));
         let gathered = gather_at_first_worker(worker, figures);
         if worker.index() == 0 {
-            *slot.lock().expect("report slot") = Some(assemble(gathered));
+            *slot.lock().expect("report slot") = Some((assemble(gathered), diagnosed));
         }
     })?;
     for outcome in guards.join() {

@@ -16,6 +16,14 @@ pub fn write_report<R: Serialize>(path: &Path, report: &R) -> Result<(), Error> 
     })
 }
 
+/// Writes `--doctor`'s skew report to `path`, where both are given.
+pub fn write_diagnosis(path: Option<&Path>, diagnosed: Option<&equipoise::doctor::Report>) -> Result<(), Error> {
+    match (path, diagnosed) {
+        (Some(path), Some(diagnosed)) => write_report(path, diagnosed),
+        _ => Ok(()),
+    }
+}
+
 /// Checks `--work-us`: a finite, non-negative number of microseconds.
 pub fn check_work_us(work_us: f64) -> Result<std::time::Duration, Error> {
     if work_us.is_finite() && work_us >= 0.0 {

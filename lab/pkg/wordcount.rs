@@ -18,11 +18,12 @@ use timely::dataflow::operators::{Inspect, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 
 use crate::common::cluster::ClusterArgs;
-use crate::common::driver::{drive_epochs, run_gathered};
+use crate::common::driver::{drive_epochs, run_diagnosed};
 use crate::common::keys::{key_name, KeySampler};
 use crate::common::latency::LatencySummary;
 use crate::common::lines::KeyLines;
 use crate::common::log_file::LogFile;
+use crate::common::program::write_diagnosis;
 use crate::common::Error;
 use equipoise::common::busy_work::BusyWork;
 use equipoise::common::hash::{fnv1a64, key_hash, splitmix64};
@@ -95,6 +96,8 @@ pub struct WordcountConfig {
     /// Where the pact's decisions (timely log events, `equipoise/pkg`)
     /// go, one JSON object a line; `None`: nowhere.
     pub log: Option<LogFile>,
+    /// Where to write the skew report of the dataflow (`--doctor`), if anywhere.
+    pub doctor: Option<std::path::PathBuf>,
 }
 
 impl WordcountConfig {
@@ -112,6 +115,7 @@ impl WordcountConfig {
             max_in_flight: 2,
             progress: false,
             log: None,
+            doctor: None,
         }
     }
 }
@@ -198,13 +202,19 @@ pub fn run_wordcount(config: WordcountConfig, cluster: &ClusterArgs) -> Result<O
             "applies to --grouping pkg, dchoices or wchoices only",
         ));
     }
-    let processes = cluster.processes;
+    let (processes, doctor) = (cluster.processes, config.doctor.clone());
     let shared = config.clone();
-    run_gathered(
+    let Some((report, diagnosed)) = run_diagnosed(
         cluster,
+        doctor.is_some(),
         move |worker| run_worker(worker, &shared),
         move |figures| assemble(&config, processes, figures),
-    )
+    )?
+    else {
+        return Ok(None);
+    };
+    write_diagnosis(doctor.as_deref(), diagnosed.as_ref())?;
+    Ok(Some(report))
 }
 
 fn run_worker(worker: &mut timely::worker::Worker, config: &WordcountConfig) -> WorkerFigures {

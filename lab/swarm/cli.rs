@@ -97,6 +97,12 @@ pub struct SpatialArgs {
     /// Write the JSON report to PATH (from the process hosting worker 0).
     #[arg(long, value_name = "PATH")]
     pub report: Option<PathBuf>,
+    /// Write the skew report of this dataflow (`equipoise::doctor`: each
+    /// operator's records, busy time and arranged records per worker, the
+    /// busiest worker over the mean, the costliest first) to PATH as JSON
+    /// (from the process hosting worker 0).
+    #[arg(long, value_name = "PATH")]
+    pub doctor: Option<PathBuf>,
     /// No progress lines on stderr.
     #[arg(long)]
     pub quiet: bool,
