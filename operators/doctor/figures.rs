@@ -26,6 +26,8 @@ pub(crate) struct OperatorFigures {
     pub(crate) exchanged: bool,
     /// The names of the operators its outputs feed.
     pub(crate) feeds: Vec<String>,
+    /// The names of the operators that feed its inputs.
+    pub(crate) fed_by: Vec<String>,
 }
 
 /// An operator as logged on this worker.
@@ -36,6 +38,9 @@ struct Operator {
     busy: Duration,
     arranged: Option<(i64, i64)>,
 }
+
+/// Operator names by the address of the operator they connect to.
+type Names<'a> = HashMap<&'a [usize], Vec<String>>;
 
 /// One worker's figures so far, fed by its timely and differential logs.
 #[derive(Debug, Default)]
@@ -152,7 +157,7 @@ impl Figures {
         let by_address: HashMap<&[usize], &Operator> =
             self.operators.values().map(|op| (op.address.as_slice(), op)).collect();
         let mut records: HashMap<&[usize], (u64, bool)> = HashMap::new();
-        let mut feeds: HashMap<&[usize], Vec<String>> = HashMap::new();
+        let (mut feeds, mut fed_by): (Names, Names) = Default::default();
         for (channel, (source, target)) in &self.channels {
             let (delivered, exchanged) = self.delivered.get(channel).copied().unwrap_or_default();
             let records = records.entry(target.as_slice()).or_default();
@@ -160,6 +165,9 @@ impl Figures {
             records.1 |= exchanged;
             if let Some(target) = by_address.get(target.as_slice()) {
                 feeds.entry(source.as_slice()).or_default().push(target.name.clone());
+            }
+            if let Some(source) = by_address.get(source.as_slice()) {
+                fed_by.entry(target.as_slice()).or_default().push(source.name.clone());
             }
         }
         let scope = |address: &[usize]| {
@@ -181,6 +189,7 @@ impl Figures {
                 busy_ns: op.busy.as_nanos() as u64,
                 arranged: op.arranged,
                 feeds: feeds.remove(op.address.as_slice()).unwrap_or_default(),
+                fed_by: fed_by.remove(op.address.as_slice()).unwrap_or_default(),
             })
             .collect();
         operators.sort_by(|a, b| a.address.cmp(&b.address));

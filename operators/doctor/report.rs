@@ -90,6 +90,9 @@ pub struct Report {
     pub hot_keys: Vec<(u64, Vec<usize>)>,
 }
 
+/// The operators the table shows: the costliest.
+const SHOWN: usize = 12;
+
 /// Above this busiest over mean, an operator is uneven enough for a hint.
 const UNEVEN: f64 = 1.2;
 
@@ -114,7 +117,7 @@ impl Report {
                         busy_spread: Spread::of(&[]),
                         arranged_spread: None,
                         busiest_over_mean: 1.0,
-                        hint: hint(&figure.name, &figure.feeds, figure.exchanged),
+                        hint: hint(&figure),
                     });
                 report.records[worker] = figure.records;
                 report.busy_s[worker] = figure.busy_ns as f64 / 1e9;
@@ -122,13 +125,23 @@ impl Report {
                     report.arranged.get_or_insert_with(|| vec![0; peers])[worker] = most;
                     report.arranged_now.get_or_insert_with(|| vec![0; peers])[worker] = now;
                 }
-                report.hint = report
-                    .hint
-                    .take()
-                    .or_else(|| hint(&figure.name, &figure.feeds, figure.exchanged));
+                report.hint = report.hint.take().or_else(|| hint(&figure));
             }
         }
         let mut operators: Vec<OperatorReport> = by_address.into_values().map(spread).collect();
+        // A hint only where the records matter: a hundredth of the most
+        // any operator received, or more.
+        let most = operators
+            .iter()
+            .map(|op| op.records.iter().sum::<u64>())
+            .max()
+            .unwrap_or(0);
+        for op in operators
+            .iter_mut()
+            .filter(|op| op.records.iter().sum::<u64>() * 100 < most)
+        {
+            op.hint = None;
+        }
         operators.sort_by(|a, b| {
             (b.busy_spread.excess, b.records_spread.excess)
                 .partial_cmp(&(a.busy_spread.excess, a.records_spread.excess))
@@ -170,12 +183,17 @@ fn spread(mut report: OperatorReport) -> OperatorReport {
     report
 }
 
-/// The equipoise operator that would even out an operator named `name`
-/// that feeds the operators named `feeds` (its records `exchanged` between
-/// workers, or not), if any does.
-fn hint(name: &str, feeds: &[String], exchanged: bool) -> Option<String> {
-    if name.starts_with("Skew") || name.starts_with("Pkg") || name.starts_with("Swarm") {
-        // Already one of equipoise's.
+/// Whether an operator of this name is one of equipoise's.
+fn equipoise(name: &str) -> bool {
+    ["Skew", "Pkg", "Swarm"].iter().any(|prefix| name.starts_with(prefix))
+}
+
+/// The equipoise operator that would even out the operator of `figure`,
+/// if any does.
+fn hint(figure: &OperatorFigures) -> Option<String> {
+    let (name, feeds) = (figure.name.as_str(), &figure.feeds);
+    if equipoise(name) || figure.fed_by.iter().any(|source| equipoise(source)) {
+        // One of equipoise's, or part of one: already the fix.
         return None;
     }
     let named = |what: &str| name.contains(what) || feeds.iter().any(|feed| feed.contains(what));
@@ -189,7 +207,7 @@ fn hint(name: &str, feeds: &[String], exchanged: bool) -> Option<String> {
         "a skewed reduce: `skew_min`/`skew_max` or `skew_reduce_associative` reduce hot keys in two levels"
     } else if name.contains("Arrange") {
         "a skewed arrangement: the skew-proof operator in place of what reads it"
-    } else if exchanged {
+    } else if figure.exchanged {
         "records keyed for aggregation: a PKG pact (equipoise::pkg) splits each key over two workers; \
          spatial data: SWARM (equipoise::swarm)"
     } else {
@@ -213,7 +231,7 @@ impl fmt::Display for Report {
             "| operator | address | records busiest ÷ mean (worker) | excess records | busy busiest ÷ mean (worker) | excess s | arranged busiest ÷ mean |"
         )?;
         writeln!(f, "|---|---|---|---|---|---|---|")?;
-        for op in &self.operators {
+        for op in self.operators.iter().take(SHOWN) {
             let arranged = op.arranged_spread.map_or_else(String::new, |spread| {
                 format!("{:.2} ({})", spread.busiest_over_mean, spread.busiest)
             });
@@ -229,6 +247,13 @@ impl fmt::Display for Report {
                 op.busy_spread.busiest,
                 op.busy_spread.excess,
                 arranged
+            )?;
+        }
+        if self.operators.len() > SHOWN {
+            writeln!(
+                f,
+                "({} more, each costing less, in the JSON form)",
+                self.operators.len() - SHOWN
             )?;
         }
         for op in self.operators.iter().filter(|op| op.hint.is_some()) {
@@ -260,6 +285,7 @@ mod tests {
             arranged: None,
             exchanged: true,
             feeds: feeds.iter().map(|feed| feed.to_string()).collect(),
+            fed_by: Vec::new(),
         }
     }
 
