@@ -39,10 +39,11 @@ use clap::Parser;
 use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::VecCollection;
 use equipoise::common::hash::splitmix64;
+use equipoise::doctor;
 use equipoise::pkg::{key_hash, PkgCountCollection, PkgEvent, Scheme, LOG_NAME};
 use equipoise::skew::{SkewAssociative, SkewEvent, SkewJoin, SkewMinMax, SkewReduce, SKEW_LOG_NAME};
 use equipoise_lab::common::cluster::ClusterArgs;
-use equipoise_lab::common::driver::{run_diagnosed, OpenEpochs};
+use equipoise_lab::common::driver::{run_diagnosed, Diagnose, OpenEpochs};
 use equipoise_lab::common::keys::{KeySampler, KeySpec};
 use equipoise_lab::common::latency::LatencySummary;
 use equipoise_lab::common::log_file::LogFile;
@@ -126,6 +127,11 @@ struct Args {
     /// not list the hot keys.
     #[arg(long, value_name = "PATH")]
     doctor: Option<PathBuf>,
+    /// With `--doctor`: leave out the records each arrangement holds
+    /// (`doctor::register_without_arrangements`), whose source, differential's
+    /// log, also logs every change of every arrangement's batcher.
+    #[arg(long, requires = "doctor")]
+    doctor_without_arrangements: bool,
 }
 
 /// What the keys in the window are reduced to.
@@ -433,7 +439,12 @@ fn run(args: Args) -> Result<(), Error> {
             latency_ms: LatencySummary::from_micros(&latencies),
         }
     };
-    if let Some((report, diagnosed)) = run_diagnosed(&cluster, args.doctor.is_some(), job, assemble)? {
+    let diagnose: Option<Diagnose> = match (&args.doctor, args.doctor_without_arrangements) {
+        (None, _) => None,
+        (Some(_), false) => Some(doctor::register),
+        (Some(_), true) => Some(doctor::register_without_arrangements),
+    };
+    if let Some((report, diagnosed)) = run_diagnosed(&cluster, diagnose, job, assemble)? {
         if !args.quiet {
             println!(
                 "{} on {} workers in {} process{}: {} updates in {:.2} s ({:.0} updates/s), epoch latency p50 {:.1} ms, p99 {:.1} ms; counts digest {}",

@@ -23,10 +23,10 @@ use std::process::ExitCode;
 use std::rc::Rc;
 
 use clap::Parser;
-use equipoise::doctor::Report;
+use equipoise::doctor::{self, Report};
 use equipoise::swarm::{Match, PartitionState, RangeQueries, SpatioTextual, Swarm};
 use equipoise_lab::common::cluster::ClusterArgs;
-use equipoise_lab::common::driver::run_diagnosed;
+use equipoise_lab::common::driver::{run_diagnosed, Diagnose};
 use equipoise_lab::common::program::{write_diagnosis, write_report};
 use equipoise_lab::common::Error;
 use equipoise_lab::swarm::cli::{SpatialArgs, SpatialRun};
@@ -44,7 +44,7 @@ fn main() -> ExitCode {
 }
 
 fn main_with(args: SpatialArgs) -> Result<(), Error> {
-    let diagnose = args.doctor.is_some();
+    let diagnose = args.doctor.is_some().then_some(doctor::register as Diagnose);
     let report = match args.run()? {
         (SpatialRun::Range(job), cluster) => run_app::<RangeQueries>(job, &cluster, diagnose)?,
         (SpatialRun::Textual(job), cluster) => run_app::<SpatioTextual>(job, &cluster, diagnose)?,
@@ -64,7 +64,7 @@ fn main_with(args: SpatialArgs) -> Result<(), Error> {
 fn run_app<S>(
     job: SpatialJob<S::Point, S::Query>,
     cluster: &ClusterArgs,
-    diagnose: bool,
+    diagnose: Option<Diagnose>,
 ) -> Result<Option<(SpatialReport, Option<Report>)>, Error>
 where
     S: PartitionState<Output = Match>,

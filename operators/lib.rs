@@ -80,7 +80,7 @@ pub struct ShedDocDoctests;
 
 /// The observability page's example, compiled and run as a doctest.
 #[doc = include_str!("../docs/observability.md")]
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "differential"))]
 pub struct ObservabilityDocDoctests;
 
 /// The SWARM page's examples, compiled and run as doctests.

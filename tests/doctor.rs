@@ -7,9 +7,10 @@
 
 use differential_dataflow::input::Input;
 use differential_dataflow::Hashable;
-use equipoise::doctor::{self, Report};
+use equipoise::doctor::{self, Doctor, Report};
 use equipoise::skew::SkewReduce;
 use timely::logging::TimelyEventBuilder;
+use timely::worker::Worker;
 
 use support::{report, run_example, run_two_processes, scratch};
 
@@ -22,8 +23,18 @@ const RECORDS: u64 = 40_000;
 /// records, on `workers` workers, asked for twice (the second after nothing
 /// more happened).
 fn count_report(workers: usize, key: fn(u64) -> u64, skew: bool) -> (Report, Report) {
+    count_report_by(workers, key, skew, doctor::register)
+}
+
+/// [`count_report`], with the doctor registered by `register`.
+fn count_report_by(
+    workers: usize,
+    key: fn(u64) -> u64,
+    skew: bool,
+    register: fn(&mut Worker) -> Doctor,
+) -> (Report, Report) {
     let guards = timely::execute(timely::Config::process(workers), move |worker| {
-        let doctor = doctor::register(worker);
+        let doctor = register(worker);
         let (index, peers) = (worker.index() as u64, worker.peers() as u64);
         let mut input = worker.dataflow::<u64, _, _>(|scope| {
             let (input, keys) = scope.new_collection::<u64, isize>();
@@ -115,6 +126,19 @@ fn uniform_keys_report_every_operator_even_and_skew_count_evens_the_skewed() {
     let count = report.operator("Arrange: Count").expect("the count's arrangement");
     assert!(count.busiest_over_mean < 1.2, "{:?}", count.records);
     assert!(report.hot_keys.iter().any(|(key, _)| *key == 0u64.hashed()));
+}
+
+#[test]
+fn without_arrangements_the_records_are_the_same_and_no_arrangement_is_sized() {
+    let (full, _) = count_report(3, half_on_key_0, false);
+    let (light, _) = count_report_by(3, half_on_key_0, false, doctor::register_without_arrangements);
+    let (full, light) = (
+        full.operator("Arrange: Count").unwrap(),
+        light.operator("Arrange: Count").unwrap(),
+    );
+    assert_eq!(full.records, light.records);
+    assert!(full.arranged.is_some());
+    assert_eq!(light.arranged, None);
 }
 
 #[test]

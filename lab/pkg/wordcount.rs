@@ -18,7 +18,7 @@ use timely::dataflow::operators::{Inspect, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 
 use crate::common::cluster::ClusterArgs;
-use crate::common::driver::{drive_epochs, run_diagnosed};
+use crate::common::driver::{drive_epochs, run_diagnosed, Diagnose};
 use crate::common::keys::{key_name, KeySampler};
 use crate::common::latency::LatencySummary;
 use crate::common::lines::KeyLines;
@@ -206,7 +206,7 @@ pub fn run_wordcount(config: WordcountConfig, cluster: &ClusterArgs) -> Result<O
     let shared = config.clone();
     let Some((report, diagnosed)) = run_diagnosed(
         cluster,
-        doctor.is_some(),
+        doctor.is_some().then_some(equipoise::doctor::register as Diagnose),
         move |worker| run_worker(worker, &shared),
         move |figures| assemble(&config, processes, figures),
     )?
