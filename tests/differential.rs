@@ -7,6 +7,7 @@
 
 use support::{report, run_example, run_two_processes, scratch};
 
+mod doctor;
 mod support;
 
 /// A stream whose hottest key (p1 ≈ 0.61) is a head key at 4 workers.

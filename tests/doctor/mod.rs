@@ -1,4 +1,5 @@
-//! The skew report (`equipoise::doctor`): a count into which one key
+//! The skew report (`equipoise::doctor`), in the differential example's
+//! test binary (one build fewer): a count into which one key
 //! brings half the records is named, with its busiest worker and the
 //! records each worker received counted by a brute-force routing of the
 //! same keys; a uniform one reports every operator even; across two
@@ -12,9 +13,7 @@ use equipoise::skew::SkewReduce;
 use timely::logging::TimelyEventBuilder;
 use timely::worker::Worker;
 
-use support::{report, run_example, run_two_processes, scratch};
-
-mod support;
+use super::support::{report, run_example, run_two_processes, scratch};
 
 /// Records inserted over all workers.
 const RECORDS: u64 = 40_000;
