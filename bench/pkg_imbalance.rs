@@ -142,10 +142,10 @@ fn dataset(form: &str, messages: usize, seed: u64) -> Result<Dataset, Error> {
         }
     };
     let mut data = Dataset::sampled(&spec, messages, seed);
-    if let KeySpec::LogNormal { sigma, distinct, .. } = spec {
-        if form == "ln1" || form == "ln2" {
-            data.name = format!("{form} (σ {sigma:.2}, {distinct} keys)");
-        }
+    if let KeySpec::LogNormal { sigma, distinct, .. } = spec
+        && (form == "ln1" || form == "ln2")
+    {
+        data.name = format!("{form} (σ {sigma:.2}, {distinct} keys)");
     }
     Ok(data)
 }

@@ -237,13 +237,13 @@ fn check(args: &Args) -> Result<(), Error> {
     if let Some(step) = args.cost_step {
         positive("--cost-step", step.cost_us, 1e6)?;
     }
-    if let Some(rate) = args.arrival_rate {
-        if !(rate > 0.0 && rate.is_finite()) {
-            return Err(Error::invalid(
-                "--arrival-rate",
-                format!("{rate} is not a positive number"),
-            ));
-        }
+    if let Some(rate) = args.arrival_rate
+        && !(rate > 0.0 && rate.is_finite())
+    {
+        return Err(Error::invalid(
+            "--arrival-rate",
+            format!("{rate} is not a positive number"),
+        ));
     }
     if args.batch == 0 {
         return Err(Error::invalid("--batch", "must be at least 1"));

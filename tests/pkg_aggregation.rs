@@ -206,8 +206,8 @@ fn differential_mismatch(workers: usize, scheme: Option<Scheme>, updates: Vec<(u
         }
     })
     .unwrap();
-    let result = (*mismatches.lock().unwrap(), *produced.lock().unwrap());
-    result
+
+    (*mismatches.lock().unwrap(), *produced.lock().unwrap())
 }
 
 proptest! {

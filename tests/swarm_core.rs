@@ -527,11 +527,10 @@ proptest! {
         let mut mints: Vec<IdMint> = (0..workers).map(|w| IdMint::new(base, w, workers)).collect();
         // Fragment the plan with random splits and moves.
         for _ in 0..30 {
-            if let Some(change) = random_change(&mut rng, &index, workers, &mut mints[0]) {
-                if matches!(change, PlanChange::Move { .. } | PlanChange::Split { .. }) {
+            if let Some(change) = random_change(&mut rng, &index, workers, &mut mints[0])
+                && matches!(change, PlanChange::Move { .. } | PlanChange::Split { .. }) {
                     index.apply(&change).unwrap();
                 }
-            }
         }
         for (owner, mint) in mints.iter_mut().enumerate() {
             let all: Vec<_> = index.partitions().iter().map(|(&id, p)| (id, p.rect, p.owner, ())).collect();

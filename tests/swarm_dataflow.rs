@@ -246,8 +246,8 @@ fn orders_under(
         }
     })
     .unwrap();
-    let outcome = result.lock().unwrap().take().unwrap();
-    outcome
+
+    result.lock().unwrap().take().unwrap()
 }
 
 #[test]

@@ -233,10 +233,10 @@ where
             counts.0.borrow_mut()[0] += message.data.len() as u64;
         }
         self.exchange.push(message);
-        if let Some(log) = &mut self.log {
-            if log.due() {
-                log.log_period();
-            }
+        if let Some(log) = &mut self.log
+            && log.due()
+        {
+            log.log_period();
         }
     }
 }
@@ -295,11 +295,11 @@ impl<D, R: Router, F: FnMut(&D) -> u64> Distributor<Vec<D>> for RoutingDistribut
         for (count, routed) in self.counts.0.borrow_mut().iter_mut().zip(routed) {
             *count = routed;
         }
-        if let Some(log) = &mut self.log {
-            if log.due() {
-                log.head(&self.router);
-                log.log_period();
-            }
+        if let Some(log) = &mut self.log
+            && log.due()
+        {
+            log.head(&self.router);
+            log.log_period();
         }
     }
 

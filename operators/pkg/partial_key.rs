@@ -294,7 +294,7 @@ mod tests {
             let seconds = records
                 .iter()
                 .zip(&destinations)
-                .filter(|((key, _), &worker)| worker != first_choice(*key, 2))
+                .filter(|&((key, _), &worker)| worker != first_choice(*key, 2))
                 .count();
             assert!(loads[0].abs_diff(loads[1]) <= slack + 1, "hot {hot}: {loads:?}");
             // Without the slack PKG sends half the records to the second.

@@ -181,11 +181,11 @@ impl<T: Timestamp + TotalOrder, D> Backlog<T, D> {
         while let Some(waiting) = self.queue.front_mut() {
             match waiting.records.next() {
                 Some(record) => {
-                    if let (Some(deadline), Some(time_began)) = (deadline, waiting.began) {
-                        if time_began.elapsed() >= deadline.target {
-                            late += 1;
-                            continue;
-                        }
+                    if let (Some(deadline), Some(time_began)) = (deadline, waiting.began)
+                        && time_began.elapsed() >= deadline.target
+                    {
+                        late += 1;
+                        continue;
                     }
                     let mut results = logic(waiting.cap.time(), record).into_iter().peekable();
                     if results.peek().is_some() {

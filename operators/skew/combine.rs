@@ -132,13 +132,11 @@ where
                     for (data, time, diff) in batches.flat_map(|batch| batch.drain(..)) {
                         let route = key_route(&data);
                         let (combine, changed) = hot.observe(route, &data);
-                        if changed {
-                            if let Some(logger) = &logger {
-                                logger.log(SkewEvent::Combined {
-                                    worker: me,
-                                    keys: hot.routes(),
-                                });
-                            }
+                        if changed && let Some(logger) = &logger {
+                            logger.log(SkewEvent::Combined {
+                                worker: me,
+                                keys: hot.routes(),
+                            });
                         }
                         if combine {
                             // A few (record, time) pairs per key are summed in place; more

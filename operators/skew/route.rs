@@ -279,7 +279,7 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
 #[allow(clippy::type_complexity)]
 pub(crate) fn route<K, V, T, R>(
     routes: &SharedRoutes<K, T>,
-) -> Exchange<((K, V), T, R), impl FnMut(&((K, V), T, R)) -> u64 + 'static>
+) -> Exchange<((K, V), T, R), impl FnMut(&((K, V), T, R)) -> u64 + 'static + use<K, V, T, R>>
 where
     T: Timestamp + TotalOrder,
     K: ExchangeData + Hashable,

@@ -362,10 +362,10 @@ impl Coordinator {
         // workers apply the same list to theirs.
         let mut touched = Touched::default();
         let mut changes: Vec<PlanChange> = Vec::new();
-        if let Some(change) = forced {
-            if touched.admit(&mut self.index, &change) {
-                changes.push(change);
-            }
+        if let Some(change) = forced
+            && touched.admit(&mut self.index, &change)
+        {
+            changes.push(change);
         }
         for proposal in proposals {
             changes.extend(self.admit_proposal(proposal, &mut touched, effective));

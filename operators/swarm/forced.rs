@@ -79,7 +79,7 @@ pub fn random_change(rng: &mut impl Rng, index: &GlobalIndex, workers: usize, mi
             let all = index
                 .partitions()
                 .iter()
-                .filter(|(&id, _)| index.replicas(id).is_empty())
+                .filter(|&(&id, _)| index.replicas(id).is_empty())
                 .map(|(&id, p)| (id, p.rect, p.owner, ()));
             plan_merges(all, info.owner, mint, |_, _| Some(())).into_iter().next()
         }

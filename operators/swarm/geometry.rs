@@ -153,7 +153,7 @@ impl CellRect {
     }
 
     /// Its cells, row by row.
-    pub fn iter(&self) -> impl Iterator<Item = Cell> {
+    pub fn iter(&self) -> impl Iterator<Item = Cell> + use<> {
         let (col0, col1) = (self.col0, self.col1);
         (self.row0..=self.row1).flat_map(move |row| (col0..=col1).map(move |col| Cell { row, col }))
     }

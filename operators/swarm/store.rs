@@ -302,7 +302,7 @@ impl<S: PartitionState> Store<S> {
                 let (&least, &from) = self.index.weights(id)[1..]
                     .iter()
                     .zip(self.index.replicas(id))
-                    .min_by_key(|(&weight, &holder)| (weight, holder))?;
+                    .min_by_key(|&(&weight, &holder)| (weight, holder))?;
                 let mine = f64::from(self.index.weight_of(id, self.me).max(1));
                 let share = model.work(&smoothed(p.stats.totals()));
                 (share * (mine + f64::from(least)) / mine < 0.5 * mean).then_some(PlanChange::Unshare { id, from })
