@@ -1,9 +1,10 @@
 //! What one worker's logs say about each operator, summed as the events
 //! come: the records its input channels delivered here, the time it was
 //! scheduled here, and (for an arrangement) the records it holds here.
-//! One entry per operator and channel: bounded by the dataflows built.
+//! One entry per operator and channel, of the dataflows running and the
+//! last [`KEPT_FINISHED`] finished: bounded however long a program runs.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -39,6 +40,9 @@ struct Operator {
     arranged: Option<(i64, i64)>,
 }
 
+/// Finished dataflows whose figures are kept (the oldest go first).
+pub(crate) const KEPT_FINISHED: usize = 32;
+
 /// Operator names by the address of the operator they connect to.
 type Names<'a> = HashMap<&'a [usize], Vec<String>>;
 
@@ -60,6 +64,8 @@ pub(crate) struct Figures {
     hidden: Vec<Vec<usize>>,
     /// The name of the dataflows to hide.
     hide: &'static str,
+    /// Finished dataflows (by address), the oldest first.
+    finished: VecDeque<Vec<usize>>,
 }
 
 impl Figures {
@@ -87,10 +93,8 @@ impl Figures {
             TimelyEvent::Operates(op) => {
                 if op.addr.len() == 1 && op.name == self.hide {
                     // A dataflow is logged after its operators: they go now.
-                    let root = op.addr.clone();
-                    self.operators.retain(|_, op| !op.address.starts_with(&root));
-                    self.channels.retain(|_, (_, target)| !target.starts_with(&root));
-                    self.hidden.push(root);
+                    self.forget(&op.addr);
+                    self.hidden.push(op.addr.clone());
                 }
                 if !self.hidden(&op.addr) {
                     let operator = Operator {
@@ -116,8 +120,37 @@ impl Figures {
                 delivered.1 |= message.source != message.target;
             }
             TimelyEvent::Schedule(schedule) => self.schedule(time, schedule.id, schedule.start_stop),
+            TimelyEvent::Shutdown(shutdown) => self.shut_down(shutdown.id),
             _ => {}
         }
+    }
+
+    /// Operator `id` shut down: if it is a dataflow, it is kept among the
+    /// finished, and the oldest beyond [`KEPT_FINISHED`] is forgotten.
+    fn shut_down(&mut self, id: usize) {
+        let Some(root) = self.operators.get(&id).map(|op| op.address.clone()) else {
+            return;
+        };
+        if root.len() == 1 {
+            self.finished.push_back(root);
+            while self.finished.len() > KEPT_FINISHED {
+                let oldest = self.finished.pop_front().expect("more than kept");
+                self.forget(&oldest);
+            }
+        }
+    }
+
+    /// Forgets the operators and channels of the dataflow at `root`.
+    fn forget(&mut self, root: &[usize]) {
+        self.operators.retain(|_, op| !op.address.starts_with(root));
+        let delivered = &mut self.delivered;
+        self.channels.retain(|channel, (_, target)| {
+            let keep = !target.starts_with(root);
+            if !keep {
+                delivered.remove(channel);
+            }
+            keep
+        });
     }
 
     /// Operator `id` started or stopped at `time`: a stop charges the
@@ -170,11 +203,12 @@ impl Figures {
                 fed_by.entry(target.as_slice()).or_default().push(source.name.clone());
             }
         }
-        let scope = |address: &[usize]| {
-            by_address
-                .keys()
-                .any(|other| other.len() > address.len() && other.starts_with(address))
-        };
+        // A scope is an operator that others are inside.
+        let parents: HashSet<&[usize]> = by_address
+            .keys()
+            .filter_map(|address| address.split_last().map(|(_, parent)| parent))
+            .collect();
+        let scope = |address: &[usize]| parents.contains(address);
         let mut operators: Vec<OperatorFigures> = self
             .operators
             .values()
@@ -274,5 +308,20 @@ mod tests {
         assert_eq!(operators[0].feeds, ["Arrange"]);
         #[cfg(feature = "differential")]
         assert_eq!(arrange.arranged, Some((25, 40)));
+    }
+
+    #[test]
+    fn only_the_last_finished_dataflows_are_kept() {
+        let mut figures = Figures::hiding("Hidden");
+        let built = KEPT_FINISHED + 8;
+        for dataflow in 0..built {
+            let (root, op) = (2 * dataflow, 2 * dataflow + 1);
+            figures.timely(Duration::ZERO, &operates(op, &[dataflow, 1], "Map"));
+            figures.timely(Duration::ZERO, &operates(root, &[dataflow], "Dataflow"));
+            let shutdown = timely::logging::ShutdownEvent { id: root };
+            figures.timely(Duration::ZERO, &TimelyEvent::Shutdown(shutdown));
+        }
+        let kept: Vec<usize> = figures.operators().iter().map(|op| op.address[0]).collect();
+        assert_eq!(kept, (built - KEPT_FINISHED..built).collect::<Vec<_>>());
     }
 }

@@ -138,7 +138,7 @@ impl Report {
             .unwrap_or(0);
         for op in operators
             .iter_mut()
-            .filter(|op| op.records.iter().sum::<u64>() * 100 < most)
+            .filter(|op| op.records.iter().sum::<u64>().saturating_mul(100) < most)
         {
             op.hint = None;
         }
