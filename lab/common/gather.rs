@@ -1,11 +1,5 @@
 //! Collecting one value from every worker, in every process, at worker 0.
 
-use std::cell::RefCell;
-use std::rc::Rc;
-
-use timely::dataflow::operators::vec::Input;
-use timely::dataflow::operators::{Exchange, Inspect, Probe};
-use timely::dataflow::InputHandle;
 use timely::worker::Worker;
 use timely::ExchangeData;
 
@@ -15,23 +9,5 @@ use timely::ExchangeData;
 /// Every worker of the computation must call it, the same number of times.
 /// Reports use it to assemble per-worker figures across processes.
 pub fn gather_at_first_worker<D: ExchangeData + Clone>(worker: &mut Worker, item: D) -> Vec<D> {
-    let collected = Rc::new(RefCell::new(Vec::new()));
-    let sink = Rc::clone(&collected);
-    let mut input = InputHandle::new();
-    let probe = worker.dataflow::<u64, _, _>(|scope| {
-        let (probe, _stream) = scope
-            .input_from(&mut input)
-            .exchange(|_: &(usize, D)| 0)
-            .inspect(move |pair: &(usize, D)| sink.borrow_mut().push(pair.clone()))
-            .probe();
-        probe
-    });
-    input.send((worker.index(), item));
-    input.close();
-    while !probe.done() {
-        worker.step_or_park(None);
-    }
-    let mut items = collected.take();
-    items.sort_by_key(|(index, _)| *index);
-    items.into_iter().map(|(_, item)| item).collect()
+    equipoise::common::gather::gather_at_first_worker(worker, "Gather", item)
 }

@@ -3,6 +3,7 @@
 
 pub mod busy_work;
 pub mod error;
+pub mod gather;
 pub mod hash;
 mod history;
 pub(crate) mod stash;

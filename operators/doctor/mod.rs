@@ -51,14 +51,12 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-use timely::container::CapacityContainerBuilder;
-use timely::dataflow::operators::{Exchange, Input, Inspect, Probe};
-use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::logging::TimelyEventBuilder;
 use timely::worker::Worker;
 
 pub use report::{OperatorReport, Report, Spread};
 
+use crate::common::gather::gather_at_first_worker;
 use figures::{Figures, OperatorFigures};
 
 /// The name of the doctor's own dataflows, which it leaves out.
@@ -171,8 +169,7 @@ impl Doctor {
         }
         // Earlier reports' dataflows are built: what they log is dropped.
         self.figures.borrow_mut().forget_hidden();
-        let mine = (
-            worker.index(),
+        let mine: Gathered = (
             self.figures.borrow().operators(),
             self.hot_keys
                 .borrow()
@@ -180,31 +177,12 @@ impl Doctor {
                 .map(|(&key, workers)| (key, workers.iter().copied().collect::<Vec<_>>()))
                 .collect::<Vec<_>>(),
         );
-        let gathered = Rc::new(RefCell::new(Vec::new()));
-        let (mut input, probe) = (
-            InputHandle::<u64, CapacityContainerBuilder<Vec<Gathered>>>::new(),
-            ProbeHandle::new(),
-        );
-        worker.dataflow_named::<u64, _, _>(DOCTOR, |scope| {
-            let sink = Rc::clone(&gathered);
-            scope
-                .input_from(&mut input)
-                .exchange(|_| 0)
-                .inspect(move |figures: &Gathered| sink.borrow_mut().push(figures.clone()))
-                .probe_with(&probe);
-        });
-        input.send(mine);
-        input.close();
-        while !probe.done() {
-            worker.step();
-        }
-        let mut gathered = gathered.take();
+        let mut gathered = gather_at_first_worker(worker, DOCTOR, mine);
         if worker.index() != 0 {
             return None;
         }
-        gathered.sort_by_key(|(worker, _, _)| *worker);
         let mut hot_keys = HotKeys::new();
-        for (key, workers) in gathered.iter_mut().flat_map(|(_, _, hot)| hot.drain(..)) {
+        for (key, workers) in gathered.iter_mut().flat_map(|(_, hot)| hot.drain(..)) {
             hot_keys.entry(key).or_default().extend(workers);
         }
         let hot_keys = hot_keys
@@ -212,12 +190,12 @@ impl Doctor {
             .map(|(key, workers)| (key, workers.into_iter().collect()))
             .collect();
         Some(Report::new(
-            gathered.into_iter().map(|(_, figures, _)| figures).collect(),
+            gathered.into_iter().map(|(figures, _)| figures).collect(),
             hot_keys,
         ))
     }
 }
 
-/// What a worker sends for the report: its index, its operators' figures
-/// and the hot keys it saw.
-type Gathered = (usize, Vec<OperatorFigures>, Vec<(u64, Vec<usize>)>);
+/// What a worker sends for the report: its operators' figures and the hot
+/// keys it saw.
+type Gathered = (Vec<OperatorFigures>, Vec<(u64, Vec<usize>)>);
