@@ -2,7 +2,7 @@
 //! hotspot and on uniform data, the cost of migrations, and balance at 8 and
 //! 16 workers.
 //!
-//! `cargo bench --bench swarm_balance -- [--points N] [--queries N] [--work-us X] [--rounds R] [--scale] [--workloads hotspot,clustered,uniform] [--workers 2,4] [--decisions paper,threshold:1.2] [--grid CxR] [--finer] [--batch LINES] [--in-flight N] [--scaling 1,2,4,...,64 [--only-scaling]]`
+//! `cargo bench --bench swarm_balance -- [--points N] [--queries N] [--work-us X] [--rounds R] [--scale] [--workloads hotspot,clustered,uniform] [--workers 2,4] [--decisions paper,threshold:1.2] [--grid CxR] [--finer] [--batch LINES] [--in-flight N] [--plan-depth N] [--scaling 1,2,4,...,64 [--only-scaling]]`
 //!
 //! `--scaling` adds a scaling report: per worker count, SWARM and the static
 //! plan of one cell per partition, with the speed-up their balance allows at
@@ -66,6 +66,9 @@ struct Args {
     /// Epochs in flight.
     #[arg(long, default_value_t = 4)]
     in_flight: u64,
+    /// Rounds ahead that SWARM concludes its plan updates.
+    #[arg(long, default_value_t = 1)]
+    plan_depth: u64,
     /// Worker counts of the scaling report (comma-separated).
     #[arg(long, value_delimiter = ',')]
     scaling: Vec<usize>,
@@ -212,6 +215,7 @@ fn main() {
                 input: Arc::clone(&c.input),
                 batch: args.batch,
                 round: None,
+                plan_depth: args.plan_depth,
                 merge_every: 10,
                 split_gain: Some(0.2),
                 work_per_check: Duration::from_secs_f64(args.work_us / 1e6),

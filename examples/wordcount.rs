@@ -81,6 +81,12 @@ struct Args {
     /// (from the process hosting worker 0).
     #[arg(long, value_name = "PATH")]
     doctor: Option<PathBuf>,
+    /// Count on timely's own operators instead, the cluster benchmark's
+    /// baseline: every record exchanged to its key's worker (timely's
+    /// `Exchange`) and counted there in one stage, with no grouping pact
+    /// and no merge. The counts are the same.
+    #[arg(long, conflicts_with_all = ["grouping", "slack", "log"])]
+    timely_exchange: bool,
 }
 
 fn main() -> ExitCode {
@@ -100,6 +106,7 @@ fn run(args: Args) -> Result<(), Error> {
     // What the processes of a cluster must agree on to count the same stream.
     let mut cluster = args.cluster.clone();
     cluster.agree("--grouping", args.grouping);
+    cluster.agree("--timely-exchange", args.timely_exchange);
     cluster.agree("--slack", args.slack);
     cluster.agree("--keys", &args.keys);
     cluster.agree("--input", &args.input);
@@ -117,6 +124,7 @@ fn run(args: Args) -> Result<(), Error> {
         progress: !args.quiet,
         log: LogFile::for_flag(args.log.as_deref(), &cluster)?,
         doctor: args.doctor.clone(),
+        timely_exchange: args.timely_exchange,
     };
     if let Some(report) = run_wordcount(config, &cluster)? {
         print_summary(&report);

@@ -63,6 +63,7 @@ fn job<P, Q>(input: &Arc<SpatialInput<P, Q>>) -> SpatialJob<P, Q> {
         input: Arc::clone(input),
         batch: 200,
         round: Some(2),
+        plan_depth: 1,
         merge_every: 3,
         split_gain: Some(0.2),
         work_per_check: Duration::ZERO,
@@ -91,13 +92,28 @@ fn matches_equal_brute_force_under_every_policy_and_worker_count() {
                     (matches, digest),
                     "{policy} at {workers} workers, seed {seed}"
                 );
-                assert!(report.rounds > 0);
+                // A static plan needs no coordinator, so concludes no rounds.
+                assert_eq!(report.rounds > 0, policy != PolicySpec::Static, "{policy}");
                 let imbalance = report.per_epoch_max_over_mean;
                 assert!(
                     1.0 <= imbalance.p50 && imbalance.p50 <= imbalance.p99 && imbalance.p99 <= imbalance.max,
                     "{imbalance:?}"
                 );
                 assert!(imbalance.max <= workers as f64 + 1e-9, "{imbalance:?}");
+                // Plans concluded further ahead change where, never what.
+                if policy != PolicySpec::Static {
+                    let deep = SpatialJob {
+                        policy,
+                        plan_depth: 3,
+                        ..job(&input)
+                    };
+                    let report = run_spatial::<RangeQueries>(deep, &ClusterArgs::threads(workers))
+                        .unwrap()
+                        .expect("worker 0 is here");
+                    let context = format!("{policy} at {workers} workers, plan depth 3, seed {seed}");
+                    assert_eq!((report.matches, report.matches_digest), (matches, digest), "{context}");
+                    assert!(report.rounds > 0, "{context}");
+                }
                 if workers == 1 {
                     assert_eq!(imbalance.max, 1.0, "one worker is always the mean");
                 }
@@ -398,6 +414,11 @@ fn bad_spatial_input_is_named_or_skipped() {
         ),
         ("--policy", "swarm:0", "swarm:`0`: partitions per worker to start from"),
         ("--decision", "threshold:0.5", "not a number ≥ 1"),
+        (
+            "--plan-depth",
+            "0",
+            "SWARM plan_depth: 0 rounds: must be from 1 to 65536",
+        ),
         // 64 workers' indexes of 2^26 cells: about 690 GB, refused before
         // anything is allocated.
         (
@@ -423,12 +444,14 @@ fn bad_spatial_input_is_named_or_skipped() {
 #[test]
 fn a_move_decided_before_the_input_ends_still_happens() {
     let mut lines = vec!["q,1,0,0,1.9,1".to_string()];
-    for epoch in 0..5 {
+    for epoch in 0..9 {
         while lines.len() < epoch * 10 {
             lines.push("#".into());
         }
-        // Epochs 2 and 3 only touch worker 1's half (columns 2 and 3).
-        let left = if epoch == 2 || epoch == 3 { 2.2 } else { 0.2 };
+        // Epochs 2 to 5 only touch worker 1's half (columns 2 and 3): asked
+        // at the end of epoch 3, it answers at the end of epoch 5, and the
+        // move holds from epoch 8, the last.
+        let left = if (2..=5).contains(&epoch) { 2.2 } else { 0.2 };
         for i in 0..6 {
             lines.push(format!("p,{},{},0.5", epoch * 10 + i, left + 0.3 * i as f64));
         }

@@ -1,6 +1,6 @@
 //! SWARM's migrations under random forced schedules (a random move, split
 //! or merge every round), over seeds, 1–4 workers, grids,
-//! batch, round and merge sizes and both applications, each checked
+//! batch, round, plan depth and merge sizes and both applications, each checked
 //! against brute force: nothing lost, nothing duplicated, no panic; and
 //! some as two processes over a hostfile, against one static worker.
 //!
@@ -40,6 +40,7 @@ struct Schedule {
     grid: u32,
     batch: u64,
     round: u64,
+    plan_depth: u64,
     merge_every: u64,
     points: u64,
     queries: u64,
@@ -57,6 +58,7 @@ impl Schedule {
             grid: pick(&[4, 8, 16, 32], 1) as u32,
             batch: pick(&[23, 100, 250, 700], 2),
             round: pick(&[1, 2, 3, 5], 3),
+            plan_depth: pick(&[1, 1, 2, 4], 7),
             merge_every: pick(&[1, 2, 5], 4),
             points: pick(&[800, 2000, 4000], 5),
             queries: pick(&[20, 60, 150], 6),
@@ -82,6 +84,7 @@ where
         input,
         batch: schedule.batch,
         round: Some(schedule.round),
+        plan_depth: schedule.plan_depth,
         merge_every: schedule.merge_every,
         split_gain: Some(0.2),
         work_per_check: Duration::ZERO,
@@ -96,12 +99,13 @@ where
     assert_eq!(
         (report.matches, report.matches_digest),
         reference,
-        "schedule {} ({} workers, grid {}, batch {}, round {}, merge every {}, textual {})",
+        "schedule {} ({} workers, grid {}, batch {}, round {}, plan depth {}, merge every {}, textual {})",
         schedule.seed,
         schedule.workers,
         schedule.grid,
         schedule.batch,
         schedule.round,
+        schedule.plan_depth,
         schedule.merge_every,
         schedule.textual
     );
@@ -170,6 +174,8 @@ fn random_forced_schedules_over_two_processes_match_one_static_worker() {
             ["100", "250", "700"][index as usize % 3].into(),
             "--round".into(),
             ["1", "2", "3"][index as usize % 3].into(),
+            "--plan-depth".into(),
+            ["1", "2", "4", "3"][index as usize % 4].into(),
         ];
         let common: Vec<&str> = common.iter().map(String::as_str).collect();
         let single = one_static_worker(&common, &format!("soak-single-{index}.json"));

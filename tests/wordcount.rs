@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use equipoise::pkg::sim::top_of;
-use equipoise::pkg::Scheme;
+use equipoise::pkg::{key_hash, Scheme};
 use equipoise_lab::common::cluster::ClusterArgs;
 use equipoise_lab::common::keys::{KeySampler, KeySpec};
 use equipoise_lab::pkg::wordcount::{count_digest, run_wordcount, KeySource, WordcountConfig};
@@ -73,6 +73,31 @@ fn every_grouping_at_every_worker_count_counts_exactly() {
 }
 
 #[test]
+fn timelys_own_exchange_counts_exactly_and_routes_each_key_to_one_worker() {
+    let source = synthetic(30_000);
+    let (digest, top, distinct) = reference(&source);
+    for workers in 1..=4 {
+        let baseline = WordcountConfig {
+            timely_exchange: true,
+            ..config(Scheme::Pkg, source.clone())
+        };
+        let report = run_wordcount(baseline, &ClusterArgs::threads(workers))
+            .unwrap()
+            .expect("worker 0 is in this process");
+        assert_eq!(report.counts_digest, digest, "{workers} workers");
+        assert_eq!((&report.top, report.distinct_keys as usize), (&top, distinct));
+        // Timely's `Exchange` sends a record to hash % workers.
+        let mut routed = vec![0u64; workers];
+        for index in 0..source.len() {
+            routed[(key_hash(&source.key(index)) % workers as u64) as usize] += 1;
+        }
+        assert_eq!(report.per_worker_records, routed, "{workers} workers");
+        assert!(report.timely_exchange && report.grouping == Scheme::Key);
+        assert_eq!(report.max_key_replication, 1);
+    }
+}
+
+#[test]
 fn pkg_balances_where_key_grouping_does_not() {
     // Zipf 1.3 over 2000 keys: the hottest key carries ~27% of the stream.
     let source = synthetic(60_000);
@@ -96,17 +121,17 @@ fn run_example(args: &[&str]) -> std::process::Output {
 fn two_processes_with_a_hostfile_match_one_worker() {
     // PKG, and D-Choices on a stream whose hot key (p1 ≈ 0.61) is a head:
     // head keys spread over up to all 4 workers of the two processes.
-    for (grouping, keys, most) in [("pkg", "zipf:1.2:5000", 2), ("dchoices", "zipf:2.0:5000", 4)] {
-        let common = [
-            "--keys",
-            keys,
-            "--records",
-            "50000",
-            "--batch",
-            "2000",
-            "--grouping",
-            grouping,
-        ];
+    // And timely's own exchange (`--timely-exchange`), the cluster benchmark's baseline.
+    for (grouping, keys, most) in [
+        ("pkg", "zipf:1.2:5000", 2),
+        ("dchoices", "zipf:2.0:5000", 4),
+        ("timely", "zipf:1.2:5000", 1),
+    ] {
+        let choice: Vec<&str> = match grouping {
+            "timely" => vec!["--timely-exchange"],
+            _ => vec!["--grouping", grouping],
+        };
+        let common = [&["--keys", keys, "--records", "50000", "--batch", "2000"][..], &choice].concat();
         let single = scratch(&format!("single-{grouping}.json"));
         let out = run_example(&[&common[..], &["--report", single.to_str().unwrap()]].concat());
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

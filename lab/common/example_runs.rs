@@ -25,6 +25,29 @@ pub struct ExampleRun {
     /// What its latency measures.
     pub latency: &'static str,
     figures: fn(&serde_json::Value) -> Option<Figures>,
+    /// The same job on timely's and differential's own operators, from the
+    /// run's flags (`None`: the example has no such counterpart).
+    baseline: Option<Flags>,
+}
+
+/// A run's flags from another's.
+type Flags = fn(&[String]) -> Vec<String>;
+
+/// `args` without `flags` (each with its value when `valued`) and with `add`.
+fn swap(args: &[String], flags: &[(&str, bool)], add: &[&str]) -> Vec<String> {
+    let mut kept = Vec::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match flags.iter().find(|(flag, _)| arg == flag) {
+            Some((_, true)) => {
+                args.next();
+            }
+            Some((_, false)) => {}
+            None => kept.push(arg.clone()),
+        }
+    }
+    kept.extend(add.iter().map(|flag| flag.to_string()));
+    kept
 }
 
 /// What one run's report says.
@@ -73,6 +96,7 @@ impl ExampleRun {
                 unit: "records/s",
                 latency: "epoch",
                 figures: |r| read(r, number(r, &["records_per_s"])?, "latency_ms", Some("counts_digest")),
+                baseline: Some(|args| swap(args, &[("--grouping", true), ("--slack", true)], &["--timely-exchange"])),
             },
             ExampleRun {
                 name: "differential".to_string(),
@@ -81,6 +105,8 @@ impl ExampleRun {
                 unit: "updates/s",
                 latency: "epoch",
                 figures: |r| read(r, number(r, &["updates_per_s"])?, "latency_ms", Some("counts_digest")),
+                // Differential's own count() or join().
+                baseline: Some(|args| swap(args, &[("--grouping", true), ("--slack", true), ("--skew", false)], &[])),
             },
             ExampleRun {
                 name: "spatial".to_string(),
@@ -91,6 +117,8 @@ impl ExampleRun {
                 unit: "points/s",
                 latency: "epoch",
                 figures: |r| read(r, number(r, &["points_per_s"])?, "latency_ms", Some("matches_digest")),
+                // A static plan: no coordinator, nothing moves.
+                baseline: Some(|args| swap(args, &[("--policy", true)], &["--policy", "static"])),
             },
             ExampleRun {
                 name: "shedding".to_string(),
@@ -102,6 +130,7 @@ impl ExampleRun {
                     let rate = number(r, &["processed"])? / number(r, &["duration_s"])?;
                     read(r, rate, "delay_ms", None)
                 },
+                baseline: None,
             },
             ExampleRun {
                 name: "throttle".to_string(),
@@ -110,6 +139,7 @@ impl ExampleRun {
                 unit: "records/s",
                 latency: "delay",
                 figures: |r| read(r, number(r, &["processed_per_s"])?, "delay_ms", None),
+                baseline: None,
             },
         ]
     }
@@ -130,6 +160,20 @@ impl ExampleRun {
         self
     }
 
+    /// The same job on timely's and differential's own operators, if the
+    /// example has one: the word count through timely's `Exchange`,
+    /// differential's `count()` or `join()`, the spatial stream on a static
+    /// plan with no coordinator.
+    pub fn baseline(&self) -> Option<ExampleRun> {
+        let args = (self.baseline?)(&self.args);
+        Some(ExampleRun {
+            name: format!("{} ({})", self.program, args.join(" ")),
+            args,
+            baseline: None,
+            ..self.clone()
+        })
+    }
+
     /// Runs it as `shape` from the binaries in `bin_dir`, and reads its report.
     pub fn run(&self, bin_dir: &Path, shape: Shape, timeout: Duration) -> Result<Figures, Error> {
         let program = bin_dir.join(self.program);
@@ -142,5 +186,38 @@ impl ExampleRun {
         let report = run_cluster(&program, &self.args, shape, timeout)?;
         (self.figures)(&report)
             .ok_or_else(|| Error::Runtime(format!("{}'s report lacks a figure: {report}", self.name)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_baseline_is_the_job_on_timelys_own_operators() {
+        let flags = |run: &ExampleRun| run.baseline().map(|baseline| baseline.args.join(" "));
+        let runs = ExampleRun::all();
+        let baselines: Vec<Option<String>> = runs.iter().map(flags).collect();
+        assert_eq!(
+            baselines,
+            [
+                Some("--timely-exchange".to_string()),
+                Some(String::new()),
+                Some("--batch 1000 --policy static".to_string()),
+                None,
+                None,
+            ]
+        );
+        // Rows with flags of their own keep those that do not choose the operators.
+        let join = runs[1]
+            .clone()
+            .instead(&["--join", "--skew", "--keys", "zipf:1.5:1000"]);
+        assert_eq!(flags(&join).unwrap(), "--join --keys zipf:1.5:1000");
+        let pkg = runs[0]
+            .clone()
+            .with(&["--grouping", "dchoices", "--slack", "4", "--batch", "100"]);
+        assert_eq!(flags(&pkg).unwrap(), "--batch 100 --timely-exchange");
+        let swarm = runs[2].clone().with(&["--policy", "swarm:4", "--round", "8"]);
+        assert_eq!(flags(&swarm).unwrap(), "--batch 1000 --round 8 --policy static");
     }
 }

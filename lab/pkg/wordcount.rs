@@ -7,15 +7,18 @@
 //! Every worker's figures are gathered at worker 0 into a [`WordcountReport`].
 
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::{Input, Map};
-use timely::dataflow::operators::{Inspect, Probe};
-use timely::dataflow::{InputHandle, ProbeHandle};
+use timely::dataflow::operators::{Capability, Inspect, Probe};
+use timely::dataflow::{InputHandle, ProbeHandle, StreamVec};
 
 use crate::common::cluster::ClusterArgs;
 use crate::common::driver::{drive_epochs, run_diagnosed, Diagnose};
@@ -98,6 +101,10 @@ pub struct WordcountConfig {
     pub log: Option<LogFile>,
     /// Where to write the skew report of the dataflow (`--doctor`), if anywhere.
     pub doctor: Option<std::path::PathBuf>,
+    /// Count on timely's own operators instead (`--timely-exchange`): every
+    /// record exchanged to its key's worker (`Exchange`) and counted there
+    /// in one stage, with no grouping pact and no merge.
+    pub timely_exchange: bool,
 }
 
 impl WordcountConfig {
@@ -116,6 +123,7 @@ impl WordcountConfig {
             progress: false,
             log: None,
             doctor: None,
+            timely_exchange: false,
         }
     }
 }
@@ -125,6 +133,10 @@ impl WordcountConfig {
 pub struct WordcountReport {
     /// Routing scheme.
     pub grouping: Scheme,
+    /// Counted on timely's own operators (`--timely-exchange`): exchanged
+    /// by key and counted in one stage (`grouping` is then `key`).
+    #[serde(default)]
+    pub timely_exchange: bool,
     /// PKG's slack (0: the paper's PKG, and every other scheme).
     #[serde(default)]
     pub slack: u64,
@@ -232,25 +244,30 @@ fn run_worker(worker: &mut timely::worker::Worker, config: &WordcountConfig) -> 
     let probe = ProbeHandle::new();
     let work = BusyWork::new(config.work);
     worker.dataflow::<u64, _, _>(|scope| {
+        let (received, busy_ns) = (Rc::clone(&received), Rc::clone(&busy_ns));
+        let partial_keys = Rc::clone(&partial_keys);
+        let count = move |count: &mut u64, ()| {
+            let start = Instant::now();
+            work.run();
+            *count += 1;
+            received.set(received.get() + 1);
+            busy_ns.set(busy_ns.get() + start.elapsed().as_nanos() as u64);
+        };
+        let keys = scope.input_from(&mut input).map(|key| (key, ()));
         let pact = Grouped::with_grouping(config.grouping.with_slack(config.slack), |(key, ()): &(String, ())| {
             key_hash(key)
         });
-        let (received, busy_ns) = (Rc::clone(&received), Rc::clone(&busy_ns));
-        let partial_keys = Rc::clone(&partial_keys);
-        let counts = scope
-            .input_from(&mut input)
-            .map(|key| (key, ()))
-            .pkg_partials(pact, move |count: &mut u64, ()| {
-                let start = Instant::now();
-                work.run();
-                *count += 1;
-                received.set(received.get() + 1);
-                busy_ns.set(busy_ns.get() + start.elapsed().as_nanos() as u64);
-            })
-            .inspect(move |(key, _)| {
-                partial_keys.borrow_mut().insert(key_hash(key));
-            })
-            .pkg_merge_running(|count, other| *count += other);
+        let partials = match config.timely_exchange {
+            true => exchange_and_count(keys, count),
+            false => keys.pkg_partials(pact, count),
+        }
+        .inspect(move |(key, _)| {
+            partial_keys.borrow_mut().insert(key_hash(key));
+        });
+        let counts = match config.timely_exchange {
+            true => partials,
+            false => partials.pkg_merge_running(|count, other| *count += other),
+        };
         let finals = Rc::clone(&finals);
         let top_sink = Rc::clone(&top);
         counts
@@ -300,6 +317,50 @@ fn run_worker(worker: &mut timely::worker::Worker, config: &WordcountConfig) -> 
     }
 }
 
+/// The baseline on timely's own operators: each record exchanged to its
+/// key's worker and folded by `count` there; at each epoch's end, every key
+/// seen in it with its count so far (what `pkg_merge_running` emits).
+fn exchange_and_count<'scope>(
+    keys: StreamVec<'scope, u64, (String, ())>,
+    mut count: impl FnMut(&mut u64, ()) + 'static,
+) -> StreamVec<'scope, u64, (String, u64)> {
+    keys.unary_frontier::<CapacityContainerBuilder<Vec<(String, u64)>>, _, _, _>(
+        Exchange::new(|(key, ()): &(String, ())| key_hash(key)),
+        "CountByKey",
+        move |_, _| {
+            let mut totals: HashMap<String, u64> = HashMap::new();
+            let mut seen: BTreeMap<u64, (Capability<u64>, HashSet<String>)> = BTreeMap::new();
+            move |(input, frontier), output| {
+                input.for_each_stamp(|cap, batches| {
+                    let Some(&time) = cap.least() else { return };
+                    let (_, seen) = seen.entry(time).or_insert_with(|| {
+                        let cap = cap.retain_least(0).expect("a time was delivered");
+                        (cap, HashSet::new())
+                    });
+                    for (key, ()) in batches.flat_map(|batch| batch.drain(..)) {
+                        match totals.get_mut(&key) {
+                            Some(total) => count(total, ()),
+                            None => count(totals.entry(key.clone()).or_default(), ()),
+                        }
+                        seen.insert(key);
+                    }
+                });
+                while let Some(entry) = seen.first_entry() {
+                    if frontier.less_equal(entry.key()) {
+                        break;
+                    }
+                    let (cap, keys) = entry.remove();
+                    let counts = keys.into_iter().map(|key| {
+                        let total = totals[&key];
+                        (key, total)
+                    });
+                    output.session(&cap).give_iterator(counts);
+                }
+            }
+        },
+    )
+}
+
 fn assemble(config: &WordcountConfig, processes: usize, figures: Vec<WorkerFigures>) -> WordcountReport {
     let workers = figures.len();
     let records = config.source.len();
@@ -319,7 +380,12 @@ fn assemble(config: &WordcountConfig, processes: usize, figures: Vec<WorkerFigur
         KeySource::Synthetic { .. } => (0, 0),
     };
     WordcountReport {
-        grouping: config.grouping,
+        grouping: if config.timely_exchange {
+            Scheme::Key
+        } else {
+            config.grouping
+        },
+        timely_exchange: config.timely_exchange,
         slack: config.slack,
         workers,
         processes,

@@ -75,6 +75,11 @@ pub struct SpatialArgs {
     /// Epochs per load-balancing round (default: 2, and 1 from 16 workers).
     #[arg(long)]
     pub round: Option<u64>,
+    /// Rounds ahead that the coordinator concludes each plan update: the
+    /// epochs of those rounds run on while its messages travel (default:
+    /// 1 in one process, 4 across processes).
+    #[arg(long)]
+    pub plan_depth: Option<u64>,
     /// Merge adjacent partitions every this many rounds.
     #[arg(long, default_value_t = 10)]
     pub merge_every: u64,
@@ -91,9 +96,10 @@ pub struct SpatialArgs {
     /// A malformed input line: fail naming it, or skip and count it.
     #[arg(long, value_enum, default_value_t = OnError::Fail)]
     pub on_error: OnError,
-    /// Epochs a worker may have open before waiting for the oldest.
-    #[arg(long, default_value_t = 4)]
-    pub max_in_flight: u64,
+    /// Epochs a worker may have open before waiting for the oldest
+    /// (default: 4 in one process, 16 across processes).
+    #[arg(long)]
+    pub max_in_flight: Option<u64>,
     /// Write the JSON report to PATH (from the process hosting worker 0).
     #[arg(long, value_name = "PATH")]
     pub report: Option<PathBuf>,
@@ -150,6 +156,7 @@ impl SpatialArgs {
             )),
         };
         let split_gain = parse_split_gain(&args.split_gain)?;
+        let pipeline = Pipelining::for_processes(args.cluster.processes);
         let settings = SpatialJob {
             grid: grid.clone(),
             input: Arc::new(SpatialInput::default()),
@@ -157,11 +164,12 @@ impl SpatialArgs {
                 .batch
                 .unwrap_or_else(|| default_batch(args.cluster.total_workers())),
             round: args.round,
+            plan_depth: args.plan_depth.unwrap_or(pipeline.plan_depth),
             merge_every: args.merge_every,
             split_gain,
             work_per_check: work,
             policy,
-            max_in_flight: args.max_in_flight,
+            max_in_flight: args.max_in_flight.unwrap_or(pipeline.max_in_flight),
             progress: !args.quiet,
             log: LogFile::for_flag(args.log.as_deref(), &args.cluster)?,
         };
@@ -180,6 +188,7 @@ impl SpatialArgs {
         cluster.agree("--seed", args.seed);
         cluster.agree("--batch", settings.batch);
         cluster.agree("--round", args.round);
+        cluster.agree("--plan-depth", settings.plan_depth);
         cluster.agree("--merge-every", args.merge_every);
         cluster.agree("--split-gain", &args.split_gain);
         cluster.agree("--on-error", args.on_error);
@@ -312,6 +321,35 @@ pub fn comparison_table(reports: &[SpatialReport]) -> String {
         ));
     }
     table
+}
+
+/// How far a run pipelines its epochs when `--plan-depth` and
+/// `--max-in-flight` are not given. Neither changes a result, so both are
+/// chosen from the number of processes: across processes every round's
+/// messages to the coordinator and every epoch's progress cross TCP, and
+/// a shallow pipeline waits on them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pipelining {
+    /// Rounds ahead that plan updates are concluded.
+    pub plan_depth: u64,
+    /// Epochs a worker may have open.
+    pub max_in_flight: u64,
+}
+
+impl Pipelining {
+    /// The defaults for `processes` processes.
+    pub fn for_processes(processes: usize) -> Self {
+        match processes {
+            0 | 1 => Pipelining {
+                plan_depth: 1,
+                max_in_flight: 4,
+            },
+            _ => Pipelining {
+                plan_depth: 4,
+                max_in_flight: 16,
+            },
+        }
+    }
 }
 
 /// Lines per epoch for `workers` workers when `--batch` is not given: 500

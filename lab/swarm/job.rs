@@ -164,6 +164,9 @@ pub struct SpatialJob<P = (), Q = ()> {
     /// Epochs per load-balancing round (`None`: SWARM's default for the
     /// number of workers, see `SwarmConfig::round_for`).
     pub round: Option<u64>,
+    /// Rounds ahead that plan updates are concluded (see
+    /// `SwarmConfig::plan_depth`).
+    pub plan_depth: u64,
     /// Merge adjacent partitions every this many rounds.
     pub merge_every: u64,
     /// SWARM's split gain (see `SwarmConfig::split_gain`).
@@ -210,6 +213,15 @@ pub struct SpatialReport {
     pub workers: usize,
     /// Processes.
     pub processes: usize,
+    /// Lines per epoch.
+    #[serde(default)]
+    pub batch: u64,
+    /// Rounds ahead that plan updates were concluded.
+    #[serde(default)]
+    pub plan_depth: u64,
+    /// Epochs a worker could have open.
+    #[serde(default)]
+    pub max_in_flight: u64,
     /// Points read.
     pub points: u64,
     /// Queries registered.
@@ -335,6 +347,7 @@ impl SpatialJob {
             input: Arc::new(input),
             batch: self.batch,
             round: self.round,
+            plan_depth: self.plan_depth,
             merge_every: self.merge_every,
             split_gain: self.split_gain,
             work_per_check: self.work_per_check,
@@ -348,15 +361,16 @@ impl SpatialJob {
 
 impl<P: Clone + 'static, Q: Clone + 'static> SpatialJob<P, Q> {
     /// `input` on `grid` with the spatial example's defaults: 1 000 lines
-    /// per epoch, SWARM's default rounds, merges every 10 rounds, a split gain
-    /// of 0.2, no busy work, SWARM deciding by threshold 1.2, 4 epochs in
-    /// flight, no progress lines.
+    /// per epoch, SWARM's default rounds, a plan depth of 1, merges every 10
+    /// rounds, a split gain of 0.2, no busy work, SWARM deciding by
+    /// threshold 1.2, 4 epochs in flight, no progress lines.
     pub fn new(grid: Grid, input: Arc<SpatialInput<P, Q>>) -> Self {
         SpatialJob {
             grid,
             input,
             batch: 1000,
             round: None,
+            plan_depth: 1,
             merge_every: 10,
             split_gain: Some(0.2),
             work_per_check: Duration::ZERO,
@@ -414,6 +428,7 @@ impl<P: Clone + 'static, Q: Clone + 'static> SpatialJob<P, Q> {
         SwarmConfig {
             initial: self.policy.initial(),
             round: self.round,
+            plan_depth: self.plan_depth,
             merge_every: self.merge_every,
             split_gain: self.split_gain,
             work_per_check: BusyWork::new(self.work_per_check),
@@ -586,6 +601,9 @@ fn assemble<P, Q>(job: &SpatialJob<P, Q>, processes: usize, figures: Vec<WorkerF
         },
         workers: figures.len(),
         processes,
+        batch: job.batch,
+        plan_depth: job.plan_depth,
+        max_in_flight: job.max_in_flight,
         points,
         queries,
         removals,

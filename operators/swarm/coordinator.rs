@@ -185,7 +185,10 @@ pub(crate) struct Coordinator {
     mint: IdMint,
     workers: usize,
     margin: f64,
-    plan_lag: u64,
+    /// Epochs per round.
+    round: u64,
+    /// Epochs from a round end to the last epoch before its update holds.
+    lead: u64,
     last_round: Instant,
     pending_local: Vec<(usize, PlanChange)>,
     /// The pairs asked at the last round end, by rank: (most loaded, least loaded).
@@ -193,7 +196,7 @@ pub(crate) struct Coordinator {
     /// R(S) of the last round end.
     received: f64,
     /// Loads moving under updates concluded but not yet measured: at most
-    /// two rounds' worth.
+    /// `lead` epochs and a round's worth.
     in_flight: Vec<InFlight>,
     // The mean work per worker in the last round, sent with the update.
     mean_work: f64,
@@ -204,10 +207,17 @@ pub(crate) struct Coordinator {
 }
 
 impl Coordinator {
-    /// A coordinator for `workers` workers under the initial plan `index`;
-    /// updates take effect `plan_lag + 1` epochs after the round end that
-    /// decided them; forced changes mint ids from `mint`.
-    pub(crate) fn new(policy: Policy, index: GlobalIndex, mint: IdMint, workers: usize, plan_lag: u64) -> Self {
+    /// A coordinator for `workers` workers under the initial plan `index`,
+    /// with rounds of `round` epochs; updates take effect `lead + 1`
+    /// epochs after the round end that decided them; forced changes mint
+    /// ids from `mint`.
+    pub(crate) fn new(
+        policy: Policy,
+        index: GlobalIndex,
+        mint: IdMint,
+        workers: usize,
+        (round, lead): (u64, u64),
+    ) -> Self {
         let seed = match policy {
             Policy::Forced(seed) => seed,
             _ => 0,
@@ -219,7 +229,8 @@ impl Coordinator {
             mint,
             workers,
             margin: 0.05,
-            plan_lag,
+            round,
+            lead,
             last_round: Instant::now(),
             pending_local: Vec::new(),
             asked: Vec::new(),
@@ -247,9 +258,8 @@ impl Coordinator {
     pub(crate) fn round_end(&mut self, epoch: u64, mut reports: Vec<RoundReport>) -> Vec<(usize, ReductionAsk)> {
         reports.sort_by_key(|report| report.worker);
         self.asked.clear();
-        // What held from the round's first epoch on is in its reports (a
-        // round is `plan_lag` epochs).
-        let round_start = (epoch + 1).saturating_sub(self.plan_lag);
+        // What held from the round's first epoch on is in its reports.
+        let round_start = (epoch + 1).saturating_sub(self.round);
         self.in_flight.retain(|flight| flight.effective > round_start);
         self.log_round(epoch, &reports);
         self.pending_local = reports
@@ -351,7 +361,7 @@ impl Coordinator {
     /// [`Touched`]).
     pub(crate) fn conclude(&mut self, time: u64, mut proposals: Vec<Proposal>) -> PlanUpdate {
         proposals.sort_by_key(|proposal| proposal.rank);
-        let effective = time + self.plan_lag + 1;
+        let effective = time + self.lead + 1;
         let forced = self.forced.take();
         let busy: Vec<PartitionId> = forced
             .iter()
@@ -481,7 +491,13 @@ mod tests {
     fn load_an_update_is_moving_is_counted_where_it_goes_until_measured() {
         let grid = Grid::new(Rect::new(0.0, 0.0, 4.0, 4.0).unwrap(), 4, 4).unwrap();
         let (index, base) = GlobalIndex::blocks(grid, 2, 2).unwrap();
-        let mut coordinator = Coordinator::new(Policy::threshold(1.2), index.clone(), IdMint::new(base, 2, 3), 2, 2);
+        let mut coordinator = Coordinator::new(
+            Policy::threshold(1.2),
+            index.clone(),
+            IdMint::new(base, 2, 3),
+            2,
+            (2, 2),
+        );
         // Round 0 (epochs 0-1): worker 0 does 9x worker 1's work and is asked.
         let asks = coordinator.round_end(1, vec![report(0, 900.0), report(1, 100.0)]);
         assert_eq!(asks.len(), 1);

@@ -17,8 +17,10 @@
 //!   over a feedback edge of one epoch, so each partition is installed at its
 //!   new owner before any record of the next epoch;
 //! - the **coordinator** stage turns reports into plan updates over a
-//!   feedback edge of one round: an update decided at the end of round `r`
-//!   holds from the start of round `r + 2`.
+//!   feedback edge of `plan_depth` rounds: an update concluded at the end
+//!   of round `r` holds from the start of round `r + 1 + plan_depth`, and
+//!   the records of the rounds before it may be routed, exchanged and
+//!   processed while the coordinator decides.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -27,6 +29,7 @@ use std::rc::Rc;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
+use timely::dataflow::operators::generic::operator::empty;
 use timely::dataflow::operators::generic::{OutputBuilder, OutputBuilderSession};
 use timely::dataflow::operators::{ConnectLoop, Feedback, Probe};
 use timely::dataflow::{ProbeHandle, StreamVec};
@@ -51,8 +54,10 @@ use super::plan_history::PlanUpdate;
 use super::record::Record;
 use super::store::{PartitionPacket, Store};
 
-/// The longest round, in epochs (epoch arithmetic stays far from overflow).
+/// The longest round, in epochs, and the deepest plan, in rounds (epoch
+/// arithmetic stays far from overflow).
 const MAX_ROUND: u64 = 1 << 32;
+const MAX_PLAN_DEPTH: u64 = 1 << 16;
 
 /// From this many workers the default round is 1 epoch, below it 2. With
 /// more workers each holds a smaller share of a moving hotspot, and the
@@ -95,6 +100,15 @@ pub struct SwarmConfig<M = RangeQueryCost> {
     /// Epochs per load-balancing round (at least 1); `None` (the default)
     /// chooses by the number of workers (see [`SwarmConfig::round_for`]).
     pub round: Option<u64>,
+    /// Rounds ahead that the coordinator concludes a plan update (at least
+    /// 1): an update concluded at the end of round `r` holds from the start
+    /// of round `r + 1 + plan_depth`. The records of those rounds run on
+    /// while the coordinator's messages travel, so the depth bounds how far
+    /// the dataflow pipelines epochs; each further round of depth is a
+    /// round more before the plan follows the load. 1 (the default) suits
+    /// one process; across processes, choose it from the round trip to the
+    /// coordinator (docs/swarm.md, "Epochs and plan depth").
+    pub plan_depth: u64,
     /// Merge each worker's adjacent partitions every this many rounds (at least 1).
     pub merge_every: u64,
     /// Choosing the granularity (ours), for a cost model under which splits
@@ -124,6 +138,7 @@ impl SwarmConfig {
             outside: OutOfBounds::Reject,
             initial: InitialPlan::Fine,
             round: None,
+            plan_depth: 1,
             merge_every: 10,
             split_gain: Some(0.2),
             cost: RangeQueryCost::default(),
@@ -140,6 +155,7 @@ impl<M> SwarmConfig<M> {
             outside: self.outside,
             initial: self.initial,
             round: self.round,
+            plan_depth: self.plan_depth,
             merge_every: self.merge_every,
             split_gain: self.split_gain,
             cost,
@@ -175,11 +191,17 @@ impl<M> SwarmConfig<M> {
     }
 
     /// Checks the settings `swarm` would refuse (it calls this too): a
-    /// round of 0 or more than 2^32 epochs, a merge interval of 0, a split
-    /// gain that is not a share > 0.
+    /// round of 0 or more than 2^32 epochs, a plan depth of 0 or more than
+    /// 2^16 rounds, a merge interval of 0, a split gain that is not a share > 0.
     pub fn validate(&self) -> Result<(), Error> {
         if self.round == Some(0) {
             return Err(Error::invalid("SWARM round", "0 epochs: must be at least 1"));
+        }
+        if !(1..=MAX_PLAN_DEPTH).contains(&self.plan_depth) {
+            return Err(Error::invalid(
+                "SWARM plan_depth",
+                format!("{} rounds: must be from 1 to {MAX_PLAN_DEPTH}", self.plan_depth),
+            ));
         }
         if self.merge_every == 0 {
             return Err(Error::invalid("SWARM merge_every", "0 rounds: must be at least 1"));
@@ -322,30 +344,39 @@ impl<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone> Swarm<'scope, P, 
             )
             .with_logger(scope.worker().logger_for::<SwarmEventBuilder>(LOG_NAME)),
         ));
-        let coordinator = Coordinator::new(
-            policy,
-            initial.clone(),
-            IdMint::new(base, workers, workers + 1),
-            workers,
-            round,
-        )
-        .with_logger(scope.worker().logger_for::<SwarmEventBuilder>(LOG_NAME));
+        let lead = round * config.plan_depth;
+        // A static plan needs no coordinator: no reports, no updates, and
+        // nothing holds the records back but their own epochs.
+        let adaptive = !matches!(policy, Policy::Static);
+        let coordinator = adaptive.then(|| {
+            Coordinator::new(
+                policy,
+                initial.clone(),
+                IdMint::new(base, workers, workers + 1),
+                workers,
+                (round, lead),
+            )
+            .with_logger(scope.worker().logger_for::<SwarmEventBuilder>(LOG_NAME))
+        });
         let refused = Rc::new(RefCell::new(Refused::default()));
         let orders = Rc::new(RefCell::new(Orders::default()));
 
-        let (plan_handle, plan_stream) = scope.feedback::<Vec<PlanUpdate>>(round);
+        let (plan_handle, plan_stream) = scope.feedback::<Vec<PlanUpdate>>(lead);
         let (state_handle, state_stream) = scope.feedback::<Vec<Packet<S>>>(1);
         let routed = dispatch(self, plan_stream.clone(), initial, Rc::clone(&refused));
         let (results, reports, packets) = execute(routed, plan_stream, state_stream, Rc::clone(&executor), round);
         packets.connect_loop(state_handle);
         let reducer = Rc::clone(&executor);
-        coordinate(
-            reports,
-            coordinator,
-            move |ask| reducer.borrow_mut().propose(ask),
-            Rc::clone(&orders),
-        )
-        .connect_loop(plan_handle);
+        match coordinator {
+            Some(coordinator) => coordinate(
+                reports,
+                coordinator,
+                move |ask| reducer.borrow_mut().propose(ask),
+                Rc::clone(&orders),
+            )
+            .connect_loop(plan_handle),
+            None => empty(scope).connect_loop(plan_handle),
+        }
         let (probe, results) = results.probe();
         Ok((
             results,
