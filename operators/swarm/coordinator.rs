@@ -1,6 +1,8 @@
-//! The coordinator's side of load balancing: from the two numbers every
-//! worker sends per round, decide, ask for reductions, and conclude the
-//! round's plan update.
+//! The coordinator's side of load balancing: from one message of every
+//! worker per round (its two numbers, its own splits and merges, and, when
+//! it is loaded, what it offers to shed), decide, pair the loaded workers
+//! with the least loaded, and conclude the round's plan update: one
+//! message each way per round.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -19,7 +21,6 @@ use super::forced::random_change;
 use super::ids::{IdMint, PartitionId};
 use super::index::{GlobalIndex, PlanChange};
 use super::plan_history::PlanUpdate;
-use super::rebalance::ReductionRequest;
 
 /// What a worker sends the coordinator at the end of a round.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,34 +32,35 @@ pub(crate) struct RoundReport {
     /// Changes to its own partitions: splits in place that cut work, and
     /// merges (every M rounds).
     pub local: Vec<PlanChange>,
+    /// What it offers to shed, if it is loaded: one reduction for each of
+    /// [`OFFER_SHARES`] of its cost (fewer where two are the same).
+    pub offers: Vec<Offer>,
 }
 
-/// A request to a worker to shed load toward `low_worker`.
+/// A reduction a loaded worker offers toward a partner the coordinator
+/// picks ([`PARTNER`] in its changes until then).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct ReductionAsk {
-    /// The pair: 0 for the most loaded worker (asked toward the least
-    /// loaded), 1 for the next (toward the next least loaded), ...
-    pub rank: usize,
-    /// The figures it needs.
-    pub request: ReductionRequest,
-    /// The worker to shed load toward.
-    pub low_worker: usize,
-    /// Its partitions that an update not yet in force already gives away:
-    /// it proposes among the others.
-    pub leaving: Vec<PartitionId>,
-}
-
-/// An asked worker's answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Proposal {
-    /// The pair's rank (see [`ReductionAsk::rank`]).
-    pub rank: usize,
-    /// The changes, to partitions the asked worker holds.
+pub(crate) struct Offer {
+    /// The changes, to partitions the worker holds.
     pub changes: Vec<PlanChange>,
-    /// The cost they hand to the pair's other worker, normalized as in the
-    /// request, as the asked worker's statistics measure it.
-    pub shed: f64,
+    /// The work they hand over (in the units of [`WorkerLoad::work`]), as
+    /// the worker's statistics measure it.
+    pub work: f64,
 }
+
+/// The shares of its cost a loaded worker offers to hand over, one offer
+/// each: the coordinator takes the one that best closes the gap to the
+/// partner it pairs the worker with. Imbalances that trigger a rebalance
+/// (a max over the mean of 1.1 and up) ask for a tenth to a third.
+pub(crate) const OFFER_SHARES: [f64; 4] = [0.05, 0.1, 0.2, 0.35];
+
+/// The partner in an offer's changes until the coordinator names one.
+pub(crate) const PARTNER: usize = usize::MAX;
+
+/// A pair closer than twice this share of the lower cost is left alone, and
+/// a reduction must narrow a pair's gap by this share of the higher cost:
+/// moving state for noise costs more than it balances.
+pub(crate) const MARGIN: f64 = 0.05;
 
 /// Load that a concluded update moves between two workers from `effective`
 /// on: until a round that began there has been measured, the workers'
@@ -184,23 +186,14 @@ pub(crate) struct Coordinator {
     index: GlobalIndex,
     mint: IdMint,
     workers: usize,
-    margin: f64,
     /// Epochs per round.
     round: u64,
     /// Epochs from a round end to the last epoch before its update holds.
     lead: u64,
     last_round: Instant,
-    pending_local: Vec<(usize, PlanChange)>,
-    /// The pairs asked at the last round end, by rank: (most loaded, least loaded).
-    asked: Vec<(usize, usize)>,
-    /// R(S) of the last round end.
-    received: f64,
     /// Loads moving under updates concluded but not yet measured: at most
     /// `lead` epochs and a round's worth.
     in_flight: Vec<InFlight>,
-    // The mean work per worker in the last round, sent with the update.
-    mean_work: f64,
-    forced: Option<PlanChange>,
     orders: Orders,
     /// Where decisions are logged, if anyone listens.
     logger: Option<Logger<SwarmEventBuilder>>,
@@ -228,16 +221,10 @@ impl Coordinator {
             index,
             mint,
             workers,
-            margin: 0.05,
             round,
             lead,
             last_round: Instant::now(),
-            pending_local: Vec::new(),
-            asked: Vec::new(),
-            received: 0.0,
             in_flight: Vec::new(),
-            mean_work: 0.0,
-            forced: None,
             orders: Orders::default(),
             logger: None,
         }
@@ -253,50 +240,54 @@ impl Coordinator {
         &self.orders
     }
 
-    /// A round ended with these reports (one per worker): decides, and
-    /// returns the reduction requests to send, by worker.
-    pub(crate) fn round_end(&mut self, epoch: u64, mut reports: Vec<RoundReport>) -> Vec<(usize, ReductionAsk)> {
+    /// The round that ended at `epoch`, from its reports (one per worker
+    /// whose input has not ended): decides, pairs each loaded worker with a
+    /// least loaded one and takes what the loaded one offered, and returns
+    /// the plan update, which holds from `epoch + lead + 1`.
+    pub(crate) fn round(&mut self, epoch: u64, mut reports: Vec<RoundReport>) -> PlanUpdate {
         reports.sort_by_key(|report| report.worker);
-        self.asked.clear();
         // What held from the round's first epoch on is in its reports.
         let round_start = (epoch + 1).saturating_sub(self.round);
         self.in_flight.retain(|flight| flight.effective > round_start);
         self.log_round(epoch, &reports);
-        self.pending_local = reports
-            .iter_mut()
-            .flat_map(|report| report.local.drain(..).map(|change| (report.worker, change)))
-            .collect();
-        // By worker: a worker whose input has ended no longer reports.
         let mut loads = vec![WorkerLoad::default(); self.workers];
-        for report in &reports {
+        let mut offers: Vec<Vec<Offer>> = vec![Vec::new(); self.workers];
+        let mut local = Vec::new();
+        for report in reports {
             loads[report.worker] = report.load;
+            offers[report.worker] = report.offers;
+            local.extend(report.local.into_iter().map(|change| (report.worker, change)));
         }
-        self.mean_work = loads.iter().map(|load| load.work).sum::<f64>() / self.workers.max(1) as f64;
-        let elapsed = self.last_round.elapsed().as_secs_f64().max(1e-9);
-        self.last_round = Instant::now();
+        let mean_work = loads.iter().map(|load| load.work).sum::<f64>() / self.workers.max(1) as f64;
+        let effective = epoch + self.lead + 1;
+        let mut update = PlanUpdate {
+            effective,
+            mean_work,
+            ..PlanUpdate::default()
+        };
+        let mut touched = Touched::default();
         match &mut self.policy {
-            Policy::Static => {
-                self.pending_local.clear();
-                Vec::new()
-            }
+            Policy::Static => local.clear(),
             Policy::Forced(_) => {
-                self.forced = random_change(&mut self.rng, &self.index, self.workers, &mut self.mint);
-                Vec::new()
-            }
-            Policy::Adaptive(decision) => {
-                let received = system_received(&loads);
-                self.received = received;
-                let costs = planned_costs(&loads, &self.in_flight, received);
-                let verdict = decision.decide(&RoundSummary {
-                    throughput: received / elapsed,
-                    costs: &costs,
-                });
-                if verdict.decision == Decision::DoNothing || costs.len() < 2 {
-                    return Vec::new();
+                if let Some(change) = random_change(&mut self.rng, &self.index, self.workers, &mut self.mint)
+                    && touched.admit(&mut self.index, &change)
+                {
+                    update.changes.push(change);
                 }
-                self.ask_pairs(&costs, received)
+            }
+            Policy::Adaptive(_) => {
+                let received = system_received(&loads);
+                let costs = planned_costs(&loads, &self.in_flight, received);
+                update.changes = self.take_offers(&costs, received, offers, &mut touched, effective);
             }
         }
+        if !update.changes.is_empty() {
+            self.orders.rebalanced += 1;
+        }
+        let busy: Vec<PartitionId> = update.changes.iter().flat_map(PlanChange::touched).collect();
+        update.changes.extend(self.admit_local(local, &mut touched, &busy));
+        self.record(effective, &update.changes);
+        update
     }
 
     /// Logs the round's loads, by worker (a worker that did not report
@@ -313,116 +304,107 @@ impl Coordinator {
         }
     }
 
-    /// The pairs to rebalance, by the workers' planned `costs`, and the
-    /// reduction requests to send their most loaded workers.
-    fn ask_pairs(&mut self, costs: &[f64], received: f64) -> Vec<(usize, ReductionAsk)> {
+    /// If the decision policy rebalances on the workers' planned `costs`:
+    /// the i-th most loaded worker sheds toward the i-th least loaded
+    /// (disjoint pairs, so that many workers balance at once), by the offer
+    /// that best narrows the pair's gap, with the partner named, if it
+    /// narrows it by the margin (else by cuts that stay, if it offered
+    /// them, so that a later round can move the parts). Each offer's
+    /// changes that apply, in order; the load they move noted as in flight
+    /// from `effective` on, so that the next rounds' decisions count it
+    /// where it goes.
+    fn take_offers(
+        &mut self,
+        costs: &[f64],
+        received: f64,
+        mut offers: Vec<Vec<Offer>>,
+        touched: &mut Touched,
+        effective: u64,
+    ) -> Vec<PlanChange> {
+        let Policy::Adaptive(decision) = &mut self.policy else {
+            return Vec::new();
+        };
+        let elapsed = self.last_round.elapsed().as_secs_f64().max(1e-9);
+        self.last_round = Instant::now();
+        let verdict = decision.decide(&RoundSummary {
+            throughput: received / elapsed,
+            costs,
+        });
+        if verdict.decision == Decision::DoNothing || costs.len() < 2 {
+            return Vec::new();
+        }
         let mut order: Vec<usize> = (0..costs.len()).collect();
         order.sort_by(|&a, &b| costs[b].total_cmp(&costs[a]).then(a.cmp(&b)));
-        // The i-th most loaded worker sheds toward the i-th least
-        // loaded: disjoint pairs, so that many workers balance at once.
-        // A pair closer than twice the margin is left alone: moving
-        // state for noise costs more than it balances.
-        let margin = self.margin;
-        self.asked = (0..order.len() / 2)
-            .map(|rank| (order[rank], order[order.len() - 1 - rank]))
-            .filter(|&(high, low)| costs[high] > costs[low] * (1.0 + 2.0 * margin))
-            .collect();
-        let in_flight = &self.in_flight;
-        self.asked
-            .iter()
-            .enumerate()
-            .map(|(rank, &(high, low))| {
-                let ask = ReductionAsk {
-                    rank,
-                    request: ReductionRequest {
-                        low_cost: costs[low],
-                        system_received: received,
-                        margin,
-                    },
-                    low_worker: low,
-                    leaving: in_flight
-                        .iter()
-                        .filter(|flight| flight.from == high)
-                        .flat_map(|flight| flight.partitions.iter().copied())
-                        .collect(),
-                };
-                (high, ask)
-            })
-            .collect()
-    }
-
-    /// Concludes the round that ended at epoch `time`: every pair's
-    /// proposal (each changes only partitions the asking worker holds,
-    /// toward its own partner), or the forced change, plus the
-    /// workers' changes to their own partitions that touch none of its
-    /// partitions (and that still own them: a worker reports from a plan
-    /// that may lag the coordinator's). No change touches a partition an
-    /// earlier one in the update touched, but shares after shares (see
-    /// [`Touched`]).
-    pub(crate) fn conclude(&mut self, time: u64, mut proposals: Vec<Proposal>) -> PlanUpdate {
-        proposals.sort_by_key(|proposal| proposal.rank);
-        let effective = time + self.lead + 1;
-        let forced = self.forced.take();
-        let busy: Vec<PartitionId> = forced
-            .iter()
-            .chain(proposals.iter().flat_map(|proposal| &proposal.changes))
-            .flat_map(PlanChange::touched)
-            .collect();
-        // Keep only what applies, in order, to the coordinator's plan; the
-        // workers apply the same list to theirs.
-        let mut touched = Touched::default();
-        let mut changes: Vec<PlanChange> = Vec::new();
-        if let Some(change) = forced
-            && touched.admit(&mut self.index, &change)
-        {
-            changes.push(change);
-        }
-        for proposal in proposals {
-            changes.extend(self.admit_proposal(proposal, &mut touched, effective));
-        }
-        if !changes.is_empty() {
-            self.orders.rebalanced += 1;
-        }
-        changes.extend(self.admit_local(&mut touched, &busy));
-        self.record(effective, &changes);
-        PlanUpdate {
-            effective,
-            changes,
-            mean_work: self.mean_work,
-        }
-    }
-
-    /// The changes of a pair's proposal that apply, the load they move
-    /// noted as in flight from `effective` on, so that the next rounds'
-    /// decisions count it where it goes.
-    fn admit_proposal(&mut self, proposal: Proposal, touched: &mut Touched, effective: u64) -> Vec<PlanChange> {
-        let offered = proposal.changes.len();
-        let applied: Vec<PlanChange> = proposal
-            .changes
-            .into_iter()
-            .filter(|change| touched.admit(&mut self.index, change))
-            .collect();
-        if let (Some(&(from, to)), false) = (self.asked.get(proposal.rank), applied.is_empty()) {
-            // A proposal cut short hands over about its share of the figure.
-            let work = proposal.shed * self.received * applied.len() as f64 / offered as f64;
-            let partitions = applied.iter().flat_map(PlanChange::touched).collect();
+        let mut changes = Vec::new();
+        for rank in 0..order.len() / 2 {
+            let (high, low) = (order[rank], order[order.len() - 1 - rank]);
+            if costs[high] <= costs[low] * (1.0 + 2.0 * MARGIN) {
+                continue;
+            }
+            let gap = costs[high] - costs[low];
+            let narrows = |offer: &Offer| {
+                let shed = normalized(offer.work, received);
+                gap - (gap - 2.0 * shed).abs()
+            };
+            let offered = std::mem::take(&mut offers[high]);
+            let best = offered
+                .iter()
+                .filter(|offer| offer.work > 0.0)
+                .max_by(|a, b| narrows(a).total_cmp(&narrows(b)))
+                .filter(|offer| narrows(offer) > MARGIN * costs[high]);
+            let Some(offer) = best.or_else(|| offered.iter().find(|offer| offer.work == 0.0)).cloned() else {
+                continue;
+            };
+            let leaving: Vec<PartitionId> = self
+                .in_flight
+                .iter()
+                .filter(|flight| flight.from == high)
+                .flat_map(|flight| flight.partitions.iter().copied())
+                .collect();
+            let offered = offer.changes.len();
+            // Of partitions it still holds, and that no update is moving.
+            let index = &self.index;
+            let held = |id: &PartitionId| !leaving.contains(id) && index.holders(*id).any(|holder| holder == high);
+            let held: Vec<bool> = offer
+                .changes
+                .iter()
+                .map(|change| change.touched().iter().all(held))
+                .collect();
+            let applied: Vec<PlanChange> = offer
+                .changes
+                .into_iter()
+                .zip(held)
+                .filter(|(_, held)| *held)
+                .map(|(change, _)| change.with_worker(PARTNER, low))
+                .filter(|change| touched.admit(&mut self.index, change))
+                .collect();
+            if applied.is_empty() {
+                continue;
+            }
+            // An offer cut short hands over about its share of the figure.
             self.in_flight.push(InFlight {
                 effective,
-                from,
-                to,
-                work,
-                partitions,
+                from: high,
+                to: low,
+                work: offer.work * applied.len() as f64 / offered as f64,
+                partitions: applied.iter().flat_map(PlanChange::touched).collect(),
             });
+            changes.extend(applied);
         }
-        applied
+        changes
     }
 
     /// Each worker's changes to its own partitions that apply, in
     /// order (a part of a split may be split again), if it still owns them
     /// and no pair's proposal nor the forced change touches them (`busy`).
-    fn admit_local(&mut self, touched: &mut Touched, busy: &[PartitionId]) -> Vec<PlanChange> {
+    fn admit_local(
+        &mut self,
+        local: Vec<(usize, PlanChange)>,
+        touched: &mut Touched,
+        busy: &[PartitionId],
+    ) -> Vec<PlanChange> {
         let mut changes = Vec::new();
-        for (worker, change) in std::mem::take(&mut self.pending_local) {
+        for (worker, change) in local {
             let owned = change
                 .touched()
                 .iter()
@@ -484,47 +466,61 @@ mod tests {
             worker,
             load: WorkerLoad { work, received: 100.0 },
             local: Vec::new(),
+            offers: Vec::new(),
         }
     }
 
     #[test]
-    fn load_an_update_is_moving_is_counted_where_it_goes_until_measured() {
+    fn an_offer_goes_to_the_least_loaded_and_its_load_counts_there_until_measured() {
         let grid = Grid::new(Rect::new(0.0, 0.0, 4.0, 4.0).unwrap(), 4, 4).unwrap();
-        let (index, base) = GlobalIndex::blocks(grid, 2, 2).unwrap();
+        let (index, base) = GlobalIndex::blocks(grid, 3, 2).unwrap();
         let mut coordinator = Coordinator::new(
             Policy::threshold(1.2),
             index.clone(),
-            IdMint::new(base, 2, 3),
-            2,
+            IdMint::new(base, 3, 4),
+            3,
             (2, 2),
         );
-        // Round 0 (epochs 0-1): worker 0 does 9x worker 1's work and is asked.
-        let asks = coordinator.round_end(1, vec![report(0, 900.0), report(1, 100.0)]);
-        assert_eq!(asks.len(), 1);
-        let (asked, ask) = &asks[0];
-        assert_eq!((*asked, ask.low_worker), (0, 1));
-        assert!(ask.leaving.is_empty());
-        let moving = *index.partitions().iter().find(|(_, info)| info.owner == 0).unwrap().0;
-        // It hands over 400 of its 900 (normalized by the 200 objects received).
-        let update = coordinator.conclude(
-            1,
-            vec![Proposal {
-                rank: 0,
-                changes: vec![PlanChange::Move { id: moving, to: 1 }],
-                shed: 400.0 / 200.0,
-            }],
-        );
+        let mut worker_0 = index
+            .partitions()
+            .iter()
+            .filter(|(_, info)| info.owner == 0)
+            .map(|(&id, _)| id);
+        let (moving, other) = (worker_0.next().unwrap(), worker_0.next().unwrap());
+        // Worker 0 does 9x worker 2's work and offers to hand 400 of its 900
+        // to a partner it does not know.
+        let loads = |offered: Option<PartitionId>| {
+            let mut reports = vec![report(0, 900.0), report(1, 500.0), report(2, 100.0)];
+            // Among offers that close the gap less well.
+            reports[0].offers = offered
+                .into_iter()
+                .flat_map(|id| {
+                    let offer = |work| Offer {
+                        changes: vec![PlanChange::Move { id, to: PARTNER }],
+                        work,
+                    };
+                    [offer(40.0), offer(400.0), offer(800.0)]
+                })
+                .collect();
+            reports
+        };
+        // Round 0 (epochs 0-1): the coordinator names the least loaded.
+        let update = coordinator.round(1, loads(Some(moving)));
         assert_eq!(update.effective, 4);
+        assert_eq!(update.changes, vec![PlanChange::Move { id: moving, to: 2 }]);
+        assert_eq!(update.mean_work, 500.0);
         // Round 1 (epochs 2-3) still ran on the old plan and shows the same
-        // loads; with the move counted the workers are even: nobody is asked.
-        assert!(coordinator
-            .round_end(3, vec![report(0, 900.0), report(1, 100.0)])
-            .is_empty());
+        // loads; with the move counted the workers are even: a new offer of
+        // the same partition is not taken.
+        assert!(coordinator.round(3, loads(Some(other))).changes.is_empty());
         // Round 2 (epochs 4-5) ran on the new plan: its reports are the truth.
-        // Had the move not helped, worker 0 is asked again, among the rest.
-        let asks = coordinator.round_end(5, vec![report(0, 900.0), report(1, 100.0)]);
-        assert_eq!(asks.len(), 1);
-        assert!(asks[0].1.leaving.is_empty(), "the move is in force and measured");
+        // Had the move not helped, worker 0's offer is taken again, but not
+        // of a partition it no longer holds.
+        assert!(coordinator.round(5, loads(Some(moving))).changes.is_empty());
+        let update = coordinator.round(7, loads(Some(other)));
+        assert_eq!(update.changes, vec![PlanChange::Move { id: other, to: 2 }]);
+        // No offer, no change, however loaded.
+        assert!(coordinator.round(11, loads(None)).changes.is_empty());
     }
 
     #[test]

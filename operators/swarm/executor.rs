@@ -15,13 +15,15 @@ use crate::common::busy_work::BusyWork;
 use crate::common::Error;
 
 use super::app::PartitionState;
-use super::coordinator::{Proposal, ReductionAsk, RoundReport};
+use super::coordinator::{Offer, RoundReport, MARGIN, OFFER_SHARES, PARTNER};
 use super::cost::CostModel;
+use super::cost::{normalized, WorkerLoad};
 use super::dispatch::{Dispatched, DispatchedTo};
 use super::events::{SwarmEvent, SwarmEventBuilder};
 use super::ids::PartitionId;
 use super::index::PlanChange;
 use super::plan_history::PlanUpdate;
+use super::rebalance::ReductionRequest;
 use super::store::{PartitionPacket, Store};
 
 /// What one executor did, readable by the program.
@@ -200,23 +202,51 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
                 local.extend(merges);
             }
         }
+        let offers = self.offer(load, &local);
         RoundReport {
             worker: self.store.me(),
             load,
             local,
+            offers,
         }
     }
 
-    /// This worker's answer to a reduction request, by its own statistics.
-    pub(crate) fn propose(&mut self, ask: &ReductionAsk) -> Proposal {
-        let (changes, shed) = self
-            .store
-            .propose_reduction(&self.model, &ask.request, ask.low_worker, &ask.leaving);
-        Proposal {
-            rank: ask.rank,
-            changes,
-            shed,
+    /// Notes the mean work of a plan update as it arrives (before it holds).
+    pub(crate) fn note(&mut self, update: &PlanUpdate) {
+        self.mean_work = update.mean_work;
+    }
+
+    /// What this worker offers to shed, sent with its report so that the
+    /// coordinator need not ask (one message each way per round): when its
+    /// `load` exceeds the last mean the coordinator sent by twice the
+    /// margin, a reduction for each of [`OFFER_SHARES`] of its cost, by
+    /// its own statistics. The coordinator picks the partner and the offer
+    /// that best closes their gap, so the offers need no figure of the
+    /// round but this worker's own. Nothing under a static plan, and
+    /// nothing touching a partition its own changes (`local`) touch.
+    fn offer(&mut self, load: WorkerLoad, local: &[PlanChange]) -> Vec<Offer> {
+        if !self.plans_locally || load.work <= self.mean_work * (1.0 + 2.0 * MARGIN) {
+            return Vec::new();
         }
+        // Costs are compared to each other only: any R(S) will do.
+        let received = load.received.max(1.0);
+        let cost = normalized(load.work, received);
+        let busy: Vec<PartitionId> = local.iter().flat_map(PlanChange::touched).collect();
+        let mut offers: Vec<Offer> = Vec::new();
+        for share in OFFER_SHARES {
+            // A partner that much below: half the gap is `share` of the cost.
+            let request = ReductionRequest {
+                low_cost: cost * (1.0 - 2.0 * share),
+                system_received: received,
+                margin: MARGIN,
+            };
+            let (changes, shed) = self.store.propose_reduction(&self.model, &request, PARTNER, &busy);
+            if !changes.is_empty() && offers.iter().all(|offer| offer.changes != changes) {
+                let work = shed * received;
+                offers.push(Offer { changes, work });
+            }
+        }
+        offers
     }
 
     /// Applies the plan update that holds from `time + 1` at the end of
@@ -226,7 +256,6 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
         time: u64,
         update: &PlanUpdate,
     ) -> Result<Vec<(usize, PartitionPacket<S>)>, Error> {
-        self.mean_work = update.mean_work;
         let leaving = self.store.apply_update(update, time / self.round)?;
         let mut figures = self.figures.borrow_mut();
         for (to, packet) in &leaving {
@@ -374,7 +403,7 @@ mod tests {
         let update = PlanUpdate {
             effective: 2,
             changes: vec![PlanChange::Move { id, to: 1 }],
-            mean_work: 0.0,
+            ..PlanUpdate::default()
         };
         assert!(executors[0].ends_round(1));
         let report = executors[0].end_round(1);
@@ -416,7 +445,7 @@ mod tests {
                 },
                 PlanChange::Move { id: 101, to: 1 },
             ],
-            mean_work: 0.0,
+            ..PlanUpdate::default()
         };
         apply_everywhere(&mut executors, 1, &update, &mut arrivals);
         assert_eq!(arrivals[1].iter().map(|p| p.id).collect::<Vec<_>>(), vec![101]);

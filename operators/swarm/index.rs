@@ -149,6 +149,29 @@ struct Slot {
 }
 
 impl PlanChange {
+    /// The same change with every worker `placeholder` names replaced by
+    /// `worker`: an offer made before its partner was known.
+    pub(crate) fn with_worker(mut self, placeholder: usize, worker: usize) -> Self {
+        let name = |named: &mut usize| {
+            if *named == placeholder {
+                *named = worker;
+            }
+        };
+        match &mut self {
+            PlanChange::Move { to, .. } => name(to),
+            PlanChange::Split { first, second, .. } => {
+                name(&mut first.1);
+                name(&mut second.1);
+            }
+            PlanChange::Share { with, from, .. } => {
+                name(with);
+                name(from);
+            }
+            PlanChange::Merge { .. } | PlanChange::Unshare { .. } => {}
+        }
+        self
+    }
+
     /// The partitions the change reads or replaces.
     pub fn touched(&self) -> Vec<PartitionId> {
         match *self {

@@ -366,15 +366,8 @@ impl<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone> Swarm<'scope, P, 
         let routed = dispatch(self, plan_stream.clone(), initial, Rc::clone(&refused));
         let (results, reports, packets) = execute(routed, plan_stream, state_stream, Rc::clone(&executor), round);
         packets.connect_loop(state_handle);
-        let reducer = Rc::clone(&executor);
         match coordinator {
-            Some(coordinator) => coordinate(
-                reports,
-                coordinator,
-                move |ask| reducer.borrow_mut().propose(ask),
-                Rc::clone(&orders),
-            )
-            .connect_loop(plan_handle),
+            Some(coordinator) => coordinate(reports, coordinator, Rc::clone(&orders)).connect_loop(plan_handle),
             None => empty(scope).connect_loop(plan_handle),
         }
         let (probe, results) = results.probe();
@@ -573,7 +566,11 @@ fn execute<'scope, S: PartitionState, M: CostModel + 'static>(
                     }
                 }
             });
-            plan_in.for_each_stamp(|_, batches| pending.note_updates(batches.flat_map(|batch| batch.drain(..))));
+            plan_in.for_each_stamp(|_, batches| {
+                let mut executor = executor.borrow_mut();
+                let updates = batches.flat_map(|batch| batch.drain(..));
+                pending.note_updates(updates.inspect(|update| executor.note(update)));
+            });
             state_in.for_each_stamp(|cap, batches| {
                 let Some(&time) = cap.least() else { return };
                 let packets = batches.flat_map(|batch| batch.drain(..)).map(|(_, packet)| packet);
