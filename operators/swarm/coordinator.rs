@@ -124,7 +124,7 @@ pub const CHANGES_KEPT: usize = 1024;
 pub struct Orders {
     /// Rounds concluded.
     pub rounds: u64,
-    /// Rounds in which the coordinator rebalanced: some pair's proposal (or
+    /// Rounds in which the coordinator rebalanced: some pair's offer (or
     /// the forced change) applied. Workers' splits and merges of their own
     /// partitions are not counted here.
     pub rebalanced: u64,
@@ -396,7 +396,7 @@ impl Coordinator {
 
     /// Each worker's changes to its own partitions that apply, in
     /// order (a part of a split may be split again), if it still owns them
-    /// and no pair's proposal nor the forced change touches them (`busy`).
+    /// and no pair's offer nor the forced change touches them (`busy`).
     fn admit_local(
         &mut self,
         local: Vec<(usize, PlanChange)>,
