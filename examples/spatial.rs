@@ -18,7 +18,7 @@
 //! `--batch`.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::rc::Rc;
 
@@ -81,9 +81,10 @@ where
     )
 }
 
-/// An open epoch of the matches: its capability, each query's matches, and
-/// the wrapping sum of their digests.
-type Epoch = (Capability<u64>, HashMap<u64, u64>, u64);
+/// An open epoch of the matches: its capability, the query of each match
+/// (counted once the epoch is complete: sorting them costs less than a
+/// hash map's update per match), and the wrapping sum of their digests.
+type Epoch = (Capability<u64>, Vec<u64>, u64);
 
 /// One worker: the dataflow, then the epochs of its share of the records.
 fn worker<S>(worker: &mut Worker, job: &SpatialJob<S::Point, S::Query>) -> WorkerFigures
@@ -112,9 +113,9 @@ where
                 move |(input, frontier), output| {
                     input.for_each_stamp(|cap, batches| {
                         let Some(cap) = cap.retain_least(0) else { return };
-                        let (_, counts, digest) = epochs.entry(*cap.time()).or_insert_with(|| (cap, HashMap::new(), 0));
+                        let (_, queries, digest) = epochs.entry(*cap.time()).or_insert_with(|| (cap, Vec::new(), 0));
                         for m in batches.flat_map(|batch| batch.drain(..)) {
-                            *counts.entry(m.query).or_default() += 1;
+                            queries.push(m.query);
                             *digest = digest.wrapping_add(m.digest());
                         }
                     });
@@ -122,10 +123,12 @@ where
                         if frontier.less_equal(entry.key()) {
                             break;
                         }
-                        let (cap, counts, digest) = entry.remove();
+                        let (cap, mut queries, digest) = entry.remove();
                         let mut sink = sink.borrow_mut();
-                        *sink = (sink.0 + counts.values().sum::<u64>(), sink.1.wrapping_add(digest));
-                        output.session(&cap).give_iterator(counts.into_iter());
+                        *sink = (sink.0 + queries.len() as u64, sink.1.wrapping_add(digest));
+                        queries.sort_unstable();
+                        let counts = queries.chunk_by(|a, b| a == b).map(|run| (run[0], run.len() as u64));
+                        output.session(&cap).give_iterator(counts);
                     }
                 }
             },

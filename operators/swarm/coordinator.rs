@@ -50,8 +50,8 @@ pub(crate) struct Offer {
 
 /// The shares of its cost a loaded worker offers to hand over, one offer
 /// each: the coordinator takes the one that best closes the gap to the
-/// partner it pairs the worker with. Imbalances that trigger a rebalance
-/// (a max over the mean of 1.1 and up) ask for a tenth to a third.
+/// partner it pairs the worker with. A pair a tenth apart asks for about
+/// a twentieth of the higher cost, one 3× apart for a third.
 pub(crate) const OFFER_SHARES: [f64; 4] = [0.05, 0.1, 0.2, 0.35];
 
 /// The partner in an offer's changes until the coordinator names one.
@@ -346,36 +346,36 @@ impl Coordinator {
                 let shed = normalized(offer.work, received);
                 gap - (gap - 2.0 * shed).abs()
             };
-            let offered = std::mem::take(&mut offers[high]);
-            let best = offered
-                .iter()
-                .filter(|offer| offer.work > 0.0)
-                .max_by(|a, b| narrows(a).total_cmp(&narrows(b)))
-                .filter(|offer| narrows(offer) > MARGIN * costs[high]);
-            let Some(offer) = best.or_else(|| offered.iter().find(|offer| offer.work == 0.0)).cloned() else {
-                continue;
-            };
+            // The offers that narrow the gap by the margin, the best first,
+            // then cuts that stay (which shed nothing yet).
+            let mut offered = std::mem::take(&mut offers[high]);
+            offered.retain(|offer| offer.work == 0.0 || narrows(offer) > MARGIN * costs[high]);
+            offered.sort_by(|a, b| narrows(b).total_cmp(&narrows(a)));
+            offered.sort_by_key(|offer| offer.work == 0.0);
             let leaving: Vec<PartitionId> = self
                 .in_flight
                 .iter()
                 .filter(|flight| flight.from == high)
                 .flat_map(|flight| flight.partitions.iter().copied())
                 .collect();
-            let offered = offer.changes.len();
-            // Of partitions it still holds, and that no update is moving.
+            // The first whose partitions the worker still holds and no update
+            // is moving (a part an earlier change of the offer makes is not
+            // in the plan yet), whole.
             let index = &self.index;
-            let held = |id: &PartitionId| !leaving.contains(id) && index.holders(*id).any(|holder| holder == high);
-            let held: Vec<bool> = offer
-                .changes
-                .iter()
-                .map(|change| change.touched().iter().all(held))
-                .collect();
+            let held = |id: &PartitionId| {
+                !leaving.contains(id) && (index.info(*id).is_none() || index.holders(*id).any(|holder| holder == high))
+            };
+            let Some(offer) = offered
+                .into_iter()
+                .find(|offer| offer.changes.iter().all(|change| change.touched().iter().all(held)))
+            else {
+                continue;
+            };
+            let offered = offer.changes.len();
             let applied: Vec<PlanChange> = offer
                 .changes
                 .into_iter()
-                .zip(held)
-                .filter(|(_, held)| *held)
-                .map(|(change, _)| change.with_worker(PARTNER, low))
+                .map(|change| change.with_worker(PARTNER, low))
                 .filter(|change| touched.admit(&mut self.index, change))
                 .collect();
             if applied.is_empty() {
@@ -445,8 +445,8 @@ impl Coordinator {
 
 /// The workers' costs with the plan as it will be: the load that concluded
 /// updates are moving (`in_flight`), which this round's reports do not show
-/// yet, counted where it goes. Asking on the reports alone would shed (or
-/// send) the same load twice.
+/// yet, counted where it goes. Taking offers on the reports alone would
+/// shed (or send) the same load twice.
 fn planned_costs(loads: &[WorkerLoad], in_flight: &[InFlight], received: f64) -> Vec<f64> {
     let mut work: Vec<f64> = loads.iter().map(|load| load.work).collect();
     for flight in in_flight {

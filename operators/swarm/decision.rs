@@ -12,7 +12,7 @@ use crate::common::Error;
 pub enum Decision {
     /// Leave the plan as it is.
     DoNothing,
-    /// Ask the most loaded worker to shed load to the least loaded.
+    /// The loaded workers shed load to the least loaded, by their offers.
     Rebalance,
 }
 

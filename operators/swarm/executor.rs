@@ -218,14 +218,16 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
 
     /// What this worker offers to shed, sent with its report so that the
     /// coordinator need not ask (one message each way per round): when its
-    /// `load` exceeds the last mean the coordinator sent by twice the
-    /// margin, a reduction for each of [`OFFER_SHARES`] of its cost, by
+    /// `load` exceeds the last mean the coordinator sent by the margin, a
+    /// reduction for each of [`OFFER_SHARES`] of its cost, by
     /// its own statistics. The coordinator picks the partner and the offer
     /// that best closes their gap, so the offers need no figure of the
     /// round but this worker's own. Nothing under a static plan, and
     /// nothing touching a partition its own changes (`local`) touch.
     fn offer(&mut self, load: WorkerLoad, local: &[PlanChange]) -> Vec<Offer> {
-        if !self.plans_locally || load.work <= self.mean_work * (1.0 + 2.0 * MARGIN) {
+        // A worker within the margin of the mean is not worth a pair's
+        // move (each offer is four reductions on the round's path).
+        if !self.plans_locally || load.work <= self.mean_work * (1.0 + MARGIN) {
             return Vec::new();
         }
         // Costs are compared to each other only: any R(S) will do.

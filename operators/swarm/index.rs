@@ -781,6 +781,42 @@ mod tests {
     use super::*;
     use crate::swarm::geometry::Rect;
 
+    #[test]
+    fn an_offer_names_its_partner_wherever_the_placeholder_stood() {
+        let (placeholder, partner) = (usize::MAX, 3);
+        let line = SplitLine {
+            axis: Axis::Rows,
+            after: 1,
+        };
+        let named = |change: PlanChange| change.with_worker(placeholder, partner);
+        assert_eq!(
+            named(PlanChange::Move { id: 7, to: placeholder }),
+            PlanChange::Move { id: 7, to: partner }
+        );
+        let split = |second| PlanChange::Split {
+            id: 7,
+            line,
+            first: (8, 0),
+            second: (9, second),
+        };
+        assert_eq!(named(split(placeholder)), split(partner));
+        // A cut that stays names no one.
+        assert_eq!(named(split(0)), split(0));
+        let share = |with| PlanChange::Share {
+            id: 7,
+            with,
+            from: 0,
+            weight: 2,
+        };
+        assert_eq!(named(share(placeholder)), share(partner));
+        let merge = PlanChange::Merge {
+            first: 1,
+            second: 2,
+            into: 3,
+        };
+        assert_eq!(named(merge.clone()), merge);
+    }
+
     fn grid(columns: u32, rows: u32) -> Grid {
         Grid::new(
             Rect::new(0.0, 0.0, f64::from(columns), f64::from(rows)).unwrap(),

@@ -31,7 +31,7 @@ pub struct Candidate<'a> {
     pub low_holds: bool,
 }
 
-/// What the coordinator tells the most loaded worker.
+/// What a reduction is sized by: the partner's cost, R(S) and the margin.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ReductionRequest {
     /// C(m_L): the least loaded worker's cost.
@@ -43,7 +43,7 @@ pub struct ReductionRequest {
     pub margin: f64,
 }
 
-/// What the most loaded worker proposes.
+/// A reduction the loaded worker can make.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Reduction {
     /// Move these partitions to the least loaded worker.

@@ -312,9 +312,10 @@ impl<S: PartitionState> Store<S> {
         changes
     }
 
-    /// This worker's answer to a reduction request (Algorithm 3), as plan
-    /// changes moving load to `low_worker`, among the partitions that are
-    /// not `leaving`, and the cost they hand over.
+    /// A reduction of this worker's load (Algorithm 3) sized by `request`,
+    /// as plan changes moving load to `low_worker` (a placeholder in an
+    /// offer), among the partitions that are not `leaving`, and the cost
+    /// they hand over.
     pub(crate) fn propose_reduction(
         &mut self,
         model: &dyn CostModel,
