@@ -460,6 +460,7 @@ fn planned_costs(loads: &[WorkerLoad], in_flight: &[InFlight], received: f64) ->
 mod tests {
     use super::*;
     use crate::swarm::geometry::{Grid, Rect};
+    use crate::swarm::index::{Axis, SplitLine};
 
     fn report(worker: usize, work: f64) -> RoundReport {
         RoundReport {
@@ -521,6 +522,38 @@ mod tests {
         assert_eq!(update.changes, vec![PlanChange::Move { id: other, to: 2 }]);
         // No offer, no change, however loaded.
         assert!(coordinator.round(11, loads(None)).changes.is_empty());
+    }
+
+    #[test]
+    fn cuts_that_stay_are_taken_whole_when_no_offer_narrows_the_gap() {
+        let grid = Grid::new(Rect::new(0.0, 0.0, 8.0, 8.0).unwrap(), 8, 8).unwrap();
+        let (index, base) = GlobalIndex::blocks(grid, 2, 1).unwrap();
+        let mut coordinator = Coordinator::new(
+            Policy::threshold(1.2),
+            index.clone(),
+            IdMint::new(base, 2, 3),
+            2,
+            (2, 2),
+        );
+        let (&hot, info) = index.partitions().iter().find(|(_, info)| info.owner == 0).unwrap();
+        assert!(info.rect.rows() >= 4 && info.rect.cols() >= 4, "{info:?}");
+        // Worker 0 cuts its partition toward a hot corner in two steps, the
+        // second through a part the first makes, both parts staying.
+        let mut mint = IdMint::new(base, 0, 3);
+        let (a, b, c, d) = (mint.mint(), mint.mint(), mint.mint(), mint.mint());
+        let cut = |id, axis, first, second| PlanChange::Split {
+            id,
+            line: SplitLine { axis, after: 1 },
+            first: (first, 0),
+            second: (second, 0),
+        };
+        let cuts = vec![cut(hot, Axis::Rows, a, b), cut(a, Axis::Columns, c, d)];
+        let mut reports = vec![report(0, 900.0), report(1, 100.0)];
+        reports[0].offers = vec![Offer {
+            changes: cuts.clone(),
+            work: 0.0,
+        }];
+        assert_eq!(coordinator.round(1, reports).changes, cuts);
     }
 
     #[test]
