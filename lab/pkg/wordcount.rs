@@ -254,12 +254,13 @@ fn run_worker(worker: &mut timely::worker::Worker, config: &WordcountConfig) -> 
             busy_ns.set(busy_ns.get() + start.elapsed().as_nanos() as u64);
         };
         let keys = scope.input_from(&mut input).map(|key| (key, ()));
-        let pact = Grouped::with_grouping(config.grouping.with_slack(config.slack), |(key, ()): &(String, ())| {
-            key_hash(key)
-        });
         let partials = match config.timely_exchange {
             true => exchange_and_count(keys, count),
-            false => keys.pkg_partials(pact, count),
+            false => {
+                let grouping = config.grouping.with_slack(config.slack);
+                let pact = Grouped::with_grouping(grouping, |(key, ()): &(String, ())| key_hash(key));
+                keys.pkg_partials(pact, count)
+            }
         }
         .inspect(move |(key, _)| {
             partial_keys.borrow_mut().insert(key_hash(key));

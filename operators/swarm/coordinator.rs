@@ -267,7 +267,8 @@ impl Coordinator {
         };
         let mut touched = Touched::default();
         match &mut self.policy {
-            Policy::Static => local.clear(),
+            // Never built for a static plan, whose workers plan nothing of their own.
+            Policy::Static => {}
             Policy::Forced(_) => {
                 if let Some(change) = random_change(&mut self.rng, &self.index, self.workers, &mut self.mint)
                     && touched.admit(&mut self.index, &change)
@@ -462,6 +463,17 @@ mod tests {
     use crate::swarm::geometry::{Grid, Rect};
     use crate::swarm::index::{Axis, SplitLine};
 
+    /// A coordinator (rounds of 2 epochs, updates 2 epochs ahead) over `k`
+    /// blocks per worker of a `cells` × `cells` grid, and its initial plan.
+    fn coordinator(cells: u32, workers: usize, k: usize) -> (Coordinator, GlobalIndex, PartitionId) {
+        let side = f64::from(cells);
+        let grid = Grid::new(Rect::new(0.0, 0.0, side, side).unwrap(), cells, cells).unwrap();
+        let (index, base) = GlobalIndex::blocks(grid, workers, k).unwrap();
+        let mint = IdMint::new(base, workers, workers + 1);
+        let coordinator = Coordinator::new(Policy::threshold(1.2), index.clone(), mint, workers, (2, 2));
+        (coordinator, index, base)
+    }
+
     fn report(worker: usize, work: f64) -> RoundReport {
         RoundReport {
             worker,
@@ -473,15 +485,7 @@ mod tests {
 
     #[test]
     fn an_offer_goes_to_the_least_loaded_and_its_load_counts_there_until_measured() {
-        let grid = Grid::new(Rect::new(0.0, 0.0, 4.0, 4.0).unwrap(), 4, 4).unwrap();
-        let (index, base) = GlobalIndex::blocks(grid, 3, 2).unwrap();
-        let mut coordinator = Coordinator::new(
-            Policy::threshold(1.2),
-            index.clone(),
-            IdMint::new(base, 3, 4),
-            3,
-            (2, 2),
-        );
+        let (mut coordinator, index, _) = coordinator(4, 3, 2);
         let mut worker_0 = index
             .partitions()
             .iter()
@@ -526,15 +530,7 @@ mod tests {
 
     #[test]
     fn cuts_that_stay_are_taken_whole_when_no_offer_narrows_the_gap() {
-        let grid = Grid::new(Rect::new(0.0, 0.0, 8.0, 8.0).unwrap(), 8, 8).unwrap();
-        let (index, base) = GlobalIndex::blocks(grid, 2, 1).unwrap();
-        let mut coordinator = Coordinator::new(
-            Policy::threshold(1.2),
-            index.clone(),
-            IdMint::new(base, 2, 3),
-            2,
-            (2, 2),
-        );
+        let (mut coordinator, index, base) = coordinator(8, 2, 1);
         let (&hot, info) = index.partitions().iter().find(|(_, info)| info.owner == 0).unwrap();
         assert!(info.rect.rows() >= 4 && info.rect.cols() >= 4, "{info:?}");
         // Worker 0 cuts its partition toward a hot corner in two steps, the

@@ -107,7 +107,7 @@ pub struct SwarmConfig<M = RangeQueryCost> {
     /// the dataflow pipelines epochs; each further round of depth is a
     /// round more before the plan follows the load. 1 (the default) suits
     /// one process; across processes, choose it from the round trip to the
-    /// coordinator (docs/swarm.md, "Epochs and plan depth").
+    /// coordinator (docs/swarm.md, "Epochs and plan depth across processes").
     pub plan_depth: u64,
     /// Merge each worker's adjacent partitions every this many rounds (at least 1).
     pub merge_every: u64,
