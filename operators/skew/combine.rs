@@ -107,10 +107,14 @@ impl<D: Eq + Clone> HotSet<D> {
     }
 }
 
-/// `collection` with each worker's updates of the keys it sees often
-/// summed per record and time within each delivery (the updates of one
-/// stamp the operator holds at once), the others passed on as they came.
-pub(crate) fn combine_hot<'scope, T, D, R>(collection: VecCollection<'scope, T, D, R>) -> VecCollection<'scope, T, D, R>
+/// `collection` with each worker's updates of the keys it sees often (of
+/// every key, with `every`) summed per record and time within each
+/// delivery (the updates of one stamp the operator holds at once), the
+/// others passed on as they came.
+pub(crate) fn combine<'scope, T, D, R>(
+    collection: VecCollection<'scope, T, D, R>,
+    every: bool,
+) -> VecCollection<'scope, T, D, R>
 where
     T: Timestamp,
     D: ExchangeData + Hashable,
@@ -131,7 +135,11 @@ where
                     let mut session = output.session(&cap);
                     for (data, time, diff) in batches.flat_map(|batch| batch.drain(..)) {
                         let route = key_route(&data);
-                        let (combine, changed) = hot.observe(route, &data);
+                        let (combine, changed) = if every {
+                            (true, false)
+                        } else {
+                            hot.observe(route, &data)
+                        };
                         if changed && let Some(logger) = &logger {
                             logger.log(SkewEvent::Combined {
                                 worker: me,

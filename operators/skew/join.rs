@@ -3,8 +3,10 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use differential_dataflow::difference::{Abelian, Multiply, Semigroup};
+use differential_dataflow::difference::{Abelian, Multiply, Present, Semigroup};
 use differential_dataflow::lattice::Lattice;
+use differential_dataflow::trace::cursor::{BatchCursor, Cursor};
+use differential_dataflow::trace::{Navigable, TraceReader};
 use differential_dataflow::{ExchangeData, Hashable, VecCollection};
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::vec::Map;
@@ -110,9 +112,31 @@ pub trait SkewJoin<'scope, T: Timestamp, K, V, R> {
         R2: ExchangeData + Abelian,
         R: Multiply<R2, Output: Semigroup + 'static>;
 
+    /// [`skew_semijoin`](Self::skew_semijoin) with hot keys found and split
+    /// by `skew`.
+    fn skew_semijoin_with<R2>(
+        self,
+        other: VecCollection<'scope, T, K, R2>,
+        skew: Skew,
+    ) -> VecCollection<'scope, T, (K, V), <R as Multiply<R2>>::Output>
+    where
+        R2: ExchangeData + Abelian,
+        R: Multiply<R2, Output: Semigroup + 'static>;
+
     /// As differential's `antijoin`, split as [`skew_join`](Self::skew_join):
     /// `self` less its [`skew_semijoin`](Self::skew_semijoin) with `other`.
     fn skew_antijoin<R2>(self, other: VecCollection<'scope, T, K, R2>) -> VecCollection<'scope, T, (K, V), R>
+    where
+        R2: ExchangeData + Abelian,
+        R: Multiply<R2, Output = R> + Abelian + 'static;
+
+    /// [`skew_antijoin`](Self::skew_antijoin) with hot keys found and split
+    /// by `skew`.
+    fn skew_antijoin_with<R2>(
+        self,
+        other: VecCollection<'scope, T, K, R2>,
+        skew: Skew,
+    ) -> VecCollection<'scope, T, (K, V), R>
     where
         R2: ExchangeData + Abelian,
         R: Multiply<R2, Output = R> + Abelian + 'static;
@@ -187,7 +211,19 @@ where
         R2: ExchangeData + Abelian,
         R: Multiply<R2, Output: Semigroup + 'static>,
     {
-        self.skew_join_map(other.map(|key| (key, ())), Skew::default(), |key, val, _| {
+        self.skew_semijoin_with(other, Skew::default())
+    }
+
+    fn skew_semijoin_with<R2>(
+        self,
+        other: VecCollection<'scope, T, K, R2>,
+        skew: Skew,
+    ) -> VecCollection<'scope, T, (K, V), <R as Multiply<R2>>::Output>
+    where
+        R2: ExchangeData + Abelian,
+        R: Multiply<R2, Output: Semigroup + 'static>,
+    {
+        self.skew_join_map(other.map(|key| (key, ())), skew, |key, val, _| {
             (key.clone(), val.clone())
         })
     }
@@ -197,7 +233,19 @@ where
         R2: ExchangeData + Abelian,
         R: Multiply<R2, Output = R> + Abelian + 'static,
     {
-        self.clone().concat(self.skew_semijoin(other).negate())
+        self.skew_antijoin_with(other, Skew::default())
+    }
+
+    fn skew_antijoin_with<R2>(
+        self,
+        other: VecCollection<'scope, T, K, R2>,
+        skew: Skew,
+    ) -> VecCollection<'scope, T, (K, V), R>
+    where
+        R2: ExchangeData + Abelian,
+        R: Multiply<R2, Output = R> + Abelian + 'static,
+    {
+        self.clone().concat(self.skew_semijoin_with(other, skew).negate())
     }
 }
 
@@ -230,35 +278,33 @@ where
     let hot = hot_keys(routed, &[Rc::clone(&routes), Rc::clone(&their_routes)], skew);
     // A key split on one side meets the other side's updates on its
     // owner (where they stay) and on its other workers (copies).
-    let copied_theirs = copies(hot.clone(), 0, theirs.clone(), &their_routes);
-    let copied_mine = copies(hot, 1, mine.clone(), &routes);
+    let sent_to = |routes: &SharedRoutes<K, T>| {
+        let routes = Rc::clone(routes);
+        move |worker| routes.borrow_mut().sent_to(worker)
+    };
+    let copied_theirs = copied(copy_marks(hot.clone(), 0), theirs.clone(), sent_to(&their_routes));
+    let copied_mine = copied(copy_marks(hot, 1), mine.clone(), sent_to(&routes));
     mine.clone()
         .join_core(theirs.clone(), logic.clone())
         .concat(mine.join_core(copied_theirs, logic.clone()))
         .concat(copied_mine.join_core(theirs, logic))
 }
 
-/// Copies of `source`'s updates (arranged where their keys' owners hold
-/// every update of a key not split on their side) of the keys split on
-/// `side` by `hot`: on each of a key's workers but its owner, from the time
-/// the key was dealt there (never retracted, as a hot key stays hot),
-/// arranged there. `routes` counts them as sent, for the log.
-fn copies<'scope, T, K, V, R>(
+/// Marks, on each hot key's owner, of the workers the key split on `side`
+/// by `hot` is copied to: each of its workers but its owner, from the time
+/// the key was dealt there (never retracted, as a hot key stays hot).
+pub(crate) fn copy_marks<'scope, T, K>(
     hot: StreamVec<'scope, T, SideHotKey<K>>,
     side: usize,
-    source: Arranged<'scope, K, V, T, R>,
-    routes: &SharedRoutes<K, T>,
-) -> Arranged<'scope, K, V, T, R>
+) -> Arranged<'scope, K, usize, T, Present>
 where
     T: Timestamp + Lattice + TotalOrder + Ord,
     K: ExchangeData + Hashable + std::hash::Hash,
-    V: ExchangeData,
-    R: ExchangeData + Semigroup,
 {
     let (me, peers) = (hot.scope().index(), hot.scope().peers() as u64);
     // The workers each of this worker's hot keys is copied to so far.
     let mut sent: HashMap<K, Vec<usize>> = HashMap::new();
-    let deals = mark_hot(hot, "SkewJoinHot", move |_, dealt, key, shares, out| {
+    mark_hot(hot, "SkewJoinHot", move |_, dealt, key, shares, out| {
         if dealt != side || key_route(&key) % peers != me as u64 {
             return;
         }
@@ -269,13 +315,33 @@ where
                 out.push((key.clone(), worker));
             }
         }
-    });
-    let routes = Rc::clone(routes);
-    let copied = deals
+    })
+}
+
+/// Copies of `source`'s updates (arranged where their keys' owners hold
+/// every update of a key not split on their side) of the keys `marks`
+/// (arranged on each key's owner, maybe entered into a loop) names
+/// workers for: on each of those workers, from the mark's time, arranged
+/// there. `sent_to` counts each copy's worker, for the log.
+pub(crate) fn copied<'scope, Tm, T, K, V, R>(
+    marks: differential_dataflow::operators::arrange::Arranged<'scope, Tm>,
+    source: Arranged<'scope, K, V, T, R>,
+    mut sent_to: impl FnMut(usize) + 'static,
+) -> Arranged<'scope, K, V, T, R>
+where
+    T: Timestamp + Lattice + Ord,
+    Tm: TraceReader<Time = T, Batch: Navigable> + Clone + 'static,
+    BatchCursor<Tm>: Cursor<Diff = Present, Time = T, KeyContainer = Vec<K>>,
+    for<'a> BatchCursor<Tm>: Cursor<Key<'a> = &'a K, Val<'a> = &'a usize>,
+    K: ExchangeData,
+    V: ExchangeData,
+    R: ExchangeData + Semigroup,
+{
+    let copied = marks
         .join_core(source, |key, &worker, val| Some((worker, (key.clone(), val.clone()))))
         .inner
         .exchange(move |((worker, _), _, _): &((usize, (K, V)), T, R)| {
-            routes.borrow_mut().sent_to(*worker);
+            sent_to(*worker);
             *worker as u64
         })
         .map(|((_, record), time, diff)| (record, time, diff));

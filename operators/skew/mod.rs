@@ -62,6 +62,7 @@ mod reduce;
 mod route;
 mod sample;
 mod settings;
+mod split;
 mod two_level;
 
 pub use associative::SkewAssociative;
@@ -70,3 +71,4 @@ pub use extremes::SkewMinMax;
 pub use join::{Joined, SkewJoin};
 pub use reduce::SkewReduce;
 pub use settings::Skew;
+pub use split::{SkewArrange, SkewArranged, SkewArrangedByKey, SkewArrangedEntered};

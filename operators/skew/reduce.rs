@@ -5,7 +5,7 @@ use differential_dataflow::lattice::Lattice;
 use differential_dataflow::{ExchangeData, Hashable, VecCollection};
 use timely::progress::Timestamp;
 
-use super::combine::combine_hot;
+use super::combine::combine;
 
 /// Reducing collections whose keys are skewed, with no key's work on one
 /// worker.
@@ -38,6 +38,30 @@ pub trait SkewReduce<'scope, T: Timestamp, K, R> {
     /// multiplicity is not zero, once, at every time. Hot keys are combined as
     /// in [`skew_count`](Self::skew_count).
     fn skew_distinct(self) -> VecCollection<'scope, T, K, isize>;
+
+    /// The same collection, each worker's updates summed per record and
+    /// time within each delivery before they go on: a combiner for use
+    /// before differential's `reduce` (or any operator that exchanges by
+    /// key), where equal records recur within a time on a worker. Inside a
+    /// loop this is what removes a popular key's skew from the reduce that
+    /// follows a join: a breadth-first search's proposals to one
+    /// destination within one iteration are equal, so each worker sends one
+    /// of them however many of its edges lead there. Exact at any times,
+    /// partially ordered ones included (summing equal updates never
+    /// changes a collection). Unlike [`skew_count`](Self::skew_count), it
+    /// combines every record, as a loop's records recur within one
+    /// iteration and not across them.
+    ///
+    /// ```
+    /// use differential_dataflow::input::Input;
+    /// use equipoise::skew::SkewReduce;
+    ///
+    /// timely::example(|scope| {
+    ///     let proposals = scope.new_collection_from((0..1000u64).map(|i| (i % 3, 7u64))).1;
+    ///     proposals.clone().skew_combine().assert_eq(proposals);
+    /// });
+    /// ```
+    fn skew_combine(self) -> VecCollection<'scope, T, K, R>;
 }
 
 impl<'scope, T, K, R> SkewReduce<'scope, T, K, R> for VecCollection<'scope, T, K, R>
@@ -47,10 +71,14 @@ where
     R: ExchangeData + Semigroup,
 {
     fn skew_count(self) -> VecCollection<'scope, T, (K, R), isize> {
-        combine_hot(self).count()
+        combine(self, false).count()
     }
 
     fn skew_distinct(self) -> VecCollection<'scope, T, K, isize> {
-        combine_hot(self).distinct()
+        combine(self, false).distinct()
+    }
+
+    fn skew_combine(self) -> VecCollection<'scope, T, K, R> {
+        combine(self, true)
     }
 }
