@@ -107,14 +107,36 @@ impl<D: Eq + Clone> HotSet<D> {
     }
 }
 
-/// `collection` with each worker's updates of the keys it sees often (of
-/// every key, with `every`) summed per record and time within each
-/// delivery (the updates of one stamp the operator holds at once), the
-/// others passed on as they came.
-pub(crate) fn combine<'scope, T, D, R>(
+/// `collection` with each worker's updates summed per record and time
+/// within each delivery (the updates of one stamp the operator holds at
+/// once): one sort of the delivery, no state between deliveries.
+pub(crate) fn combine_every<'scope, T, D, R>(
     collection: VecCollection<'scope, T, D, R>,
-    every: bool,
 ) -> VecCollection<'scope, T, D, R>
+where
+    T: Timestamp,
+    D: ExchangeData,
+    R: ExchangeData + Semigroup,
+{
+    collection
+        .inner
+        .unary(Pipeline, "SkewCombineEvery", |_, _| {
+            let mut held = Vec::new();
+            move |input, output| {
+                input.for_each_stamp(|cap, batches| {
+                    held.extend(batches.flat_map(|batch| batch.drain(..)));
+                    consolidate_updates(&mut held);
+                    output.session(&cap).give_iterator(held.drain(..));
+                });
+            }
+        })
+        .as_collection()
+}
+
+/// `collection` with each worker's updates of the keys it sees often
+/// summed per record and time within each delivery (the updates of one
+/// stamp the operator holds at once), the others passed on as they came.
+pub(crate) fn combine_hot<'scope, T, D, R>(collection: VecCollection<'scope, T, D, R>) -> VecCollection<'scope, T, D, R>
 where
     T: Timestamp,
     D: ExchangeData + Hashable,
@@ -135,11 +157,7 @@ where
                     let mut session = output.session(&cap);
                     for (data, time, diff) in batches.flat_map(|batch| batch.drain(..)) {
                         let route = key_route(&data);
-                        let (combine, changed) = if every {
-                            (true, false)
-                        } else {
-                            hot.observe(route, &data)
-                        };
+                        let (combine, changed) = hot.observe(route, &data);
                         if changed && let Some(logger) = &logger {
                             logger.log(SkewEvent::Combined {
                                 worker: me,

@@ -43,10 +43,13 @@ pub enum SkewEvent {
         /// Updates sent to each worker, by worker index.
         sent: Vec<u64>,
     },
-    /// Updates routed to this worker before it learned their key's deal
-    /// (each time's updates wait for its deals), that it passed on to the
-    /// deal's workers without arranging them (they are counted again in
-    /// its `Routed`, as sent to those workers), since it last logged them.
+    /// Updates of a two-level reduction (`skew_min`, `skew_max`,
+    /// `skew_reduce_associative`) routed to this worker, their key's owner,
+    /// before it learned their key's deal (each time's updates wait there
+    /// for its deals), that it passed on to the deal's workers without
+    /// reducing them (they are counted again in its `Routed`, as sent to
+    /// those workers), since it last logged them. The joins hold each
+    /// time's updates at their senders instead, and pass nothing on.
     PassedOn {
         /// The worker that passed them on.
         worker: usize,

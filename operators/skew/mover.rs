@@ -1,19 +1,23 @@
 //! Placing each hot key's records on the workers of its latest deal. A
-//! join routes each update of a hot key by the deal its sender knows, and
-//! a time's deals are decided only once every worker has routed (and
-//! counted) that time's updates: left where they land, a key's records
-//! from before a deal stay on its owner (or an earlier deal's workers),
-//! their retractions go elsewhere, and every change of the other side's
-//! rows of the key meets them there for as long as they live. So the
-//! worker each update is routed to holds it until its time's deals are
-//! learned, then passes it on to the worker the deal in force names (a
-//! hot key's first time included). And it watches its own arrangement:
-//! when a key is dealt anew it looks up the key's records it holds, and in
-//! every new batch the hot keys' records that the latest deal places on
-//! another worker (moved there by a worker that had not learned the deal
-//! yet); it retracts each such record here and inserts it there, at the
-//! earliest time it may still send at. Insertions and retractions then
-//! meet, and the arrangements compact.
+//! time's deals are decided only once every worker has counted that time's
+//! updates, so each worker holds its own updates of a time until that
+//! time's deals are learned, then sends each straight to the worker the
+//! deal in force names (a hot key's first time included): nothing lands on
+//! an owner to be passed on. Left where they were arranged, a key's records
+//! from before a deal would stay on its owner (or an earlier deal's
+//! workers), their retractions would go elsewhere, and every change of the
+//! other side's rows of the key would meet them there for as long as they
+//! live. So each worker also watches its own arrangement: when a key is
+//! dealt anew it looks up the key's records it holds, and in every new
+//! batch the hot keys' records that the latest deal places on another
+//! worker (moved there by a worker that had not learned the deal yet); it
+//! retracts each such record here and inserts it there, at the earliest
+//! time it may still send at. Insertions and retractions then meet, and the
+//! arrangements compact.
+//!
+//! The two-level reductions hold at the owners instead
+//! ([`hold_for_first_deal`]): their senders route as they go, and the
+//! owner passes a hot key's updates on to their parts.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -38,7 +42,7 @@ use timely::progress::{Antichain, Timestamp};
 use timely::scheduling::Activator;
 
 use super::arrange::{arrange_routed, Arranged};
-use super::route::{key_route, route, Deal, Routes, SharedRoutes};
+use super::route::{by_deal, key_route, Deal, SharedRoutes};
 
 /// Advances of an arrangement's frontier after a key's deal during which
 /// its records in new batches are checked: moves sent by a worker that had
@@ -65,11 +69,12 @@ type Waiting<K, V, T, R> = BTreeMap<T, (Capability<T>, Capability<T>, Vec<Vec<((
 /// The moves' output: each update with the worker it goes to.
 type Moves<K, V, T, R> = OutputBuilder<T, CapacityContainerBuilder<Vec<(usize, ((K, V), T, R))>>>;
 
-/// `updates` routed by `routes` and arranged by key, with each hot key's
-/// records placed on the workers of its latest deal (see the module doc),
-/// and a stream whose frontier passes a time once every worker has routed
-/// (and counted) its updates, for [`hot_keys`](super::hot_keys::hot_keys)
-/// to decide on: the arrangement waits for those decisions.
+/// `updates` counted and held by `routes` at their senders, then sent by
+/// their deals and arranged by key, with each hot key's records placed on
+/// the workers of its latest deal (see the module doc), and a stream whose
+/// frontier passes a time once this worker has counted its updates, for
+/// [`hot_keys`](super::hot_keys::hot_keys) to decide on: the arrangement
+/// waits for those decisions.
 pub(crate) fn arrange_moving<'scope, K, V, T, R>(
     updates: StreamVec<'scope, T, ((K, V), T, R)>,
     routes: &SharedRoutes<K, T>,
@@ -82,23 +87,27 @@ where
     R: ExchangeData + Abelian,
 {
     let scope = updates.scope();
-    let (held, watch, address) = hold(updates, route(routes), routes, name, Deal::Latest, Mover::round);
-    let arranged = arrange_routed(held.here.concat(held.on), Pipeline, name);
+    let (held, watch, address) = hold(updates, Pipeline, routes, name, Deal::Latest, Mover::round);
+    // Each update leaves its sender once its time's deals are learned:
+    // every update goes straight to the worker its deal names.
+    let sent = held.here.exchange(by_deal(routes));
+    let arranged = arrange_routed(sent.concat(held.on), Pipeline, name);
     let mut trace = arranged.trace.clone();
     let queue = trace.new_listener(scope.activator_for(address));
     *watch.borrow_mut() = Some((trace, queue));
     (arranged, held.routed)
 }
 
-/// Updates that reached their keys' owners, each held until its time's
-/// deals are learned (see [`hold_for_first_deal`]).
+/// Updates held until their time's deals are learned, then let go.
 pub(crate) struct Held<'scope, K, V, T: Timestamp, R> {
-    /// The updates that stay where they are.
+    /// The updates let go where they are (at the owners: to be reduced
+    /// there; at the senders: to be sent by their deals).
     pub(crate) here: StreamVec<'scope, T, ((K, V), T, R)>,
     /// The updates passed on (and records moved), on the worker they went to.
     pub(crate) on: StreamVec<'scope, T, ((K, V), T, R)>,
-    /// A stream whose frontier passes a time once every worker has routed
-    /// (and counted) its updates.
+    /// A stream whose frontier passes a time once the updates of it are
+    /// counted (at the owners: every worker's; at the senders: this
+    /// worker's).
     pub(crate) routed: StreamVec<'scope, T, ()>,
 }
 
@@ -123,9 +132,11 @@ where
 }
 
 /// The operator both of the above build: `updates` sent by `pact` and held
-/// until their time's deals are learned, then kept here or passed on by
-/// `deal`; then `round` sends the moves of records the returned watch
-/// (once set) finds misplaced.
+/// until their time's deals are learned, then let go by `deal` (by the
+/// latest, at their senders: counted as they arrive, and let go as they
+/// came, for the exchange by deal after; by the first, at the owners:
+/// kept there or passed on to their parts); then `round` sends the moves of
+/// records the returned watch (once set) finds misplaced.
 #[allow(clippy::type_complexity)]
 fn hold<'scope, K, V, T, R, P>(
     updates: StreamVec<'scope, T, ((K, V), T, R)>,
@@ -171,6 +182,7 @@ where
             input.for_each(|cap, data| {
                 // A stamp without a time carries no data.
                 let Some(time) = cap.least().cloned() else { return };
+                mover.observe(data);
                 let (_, _, held) = waiting.entry(time).or_insert_with(|| {
                     (
                         cap.retain_least(0).expect("a time"),
@@ -304,15 +316,13 @@ where
         });
     }
 
-    /// The worker other than this one that an update of `key` at `time`
-    /// goes on to, if its key is hot then (`record` hashes the rest of it):
-    /// by the first deal, every hot key's update goes on (to its part,
-    /// here or not).
-    fn place(&self, routes: &Routes<K, T>, key: &K, time: &T, record: impl FnOnce() -> u64) -> Option<usize> {
-        let worker = routes.part(key, Some(time), self.deal, record);
-        match self.deal {
-            Deal::Latest => worker.filter(|&worker| worker != self.me),
-            Deal::First => worker,
+    /// Updates held at their senders (placed by the latest deal) are
+    /// counted as they arrive, for the decisions: the exchange after the
+    /// hold does not count them.
+    fn observe(&self, updates: &[((K, V), T, R)]) {
+        if matches!(self.deal, Deal::Latest) {
+            let mut routes = self.routes.borrow_mut();
+            updates.iter().for_each(|((key, _), time, _)| routes.observe(key, time));
         }
     }
 
@@ -334,7 +344,10 @@ where
             }
             let (here, there, containers) = entry.remove();
             let mut here = records.session(&here);
-            if self.recent.is_empty() || !self.routes.borrow().any_hot() {
+            // Held at their senders (by the latest deal), they are exchanged
+            // by their deals once the hold lets them go.
+            let at_senders = matches!(self.deal, Deal::Latest);
+            if at_senders || self.recent.is_empty() || !self.routes.borrow().any_hot() {
                 // Nothing to look up: the containers go on as they came.
                 containers
                     .into_iter()
@@ -348,7 +361,7 @@ where
                 let routes = self.routes.borrow();
                 let parts: Vec<Option<usize>> = updates
                     .iter()
-                    .map(|((key, val), time, _)| self.place(&routes, key, time, || val.hashed().into()))
+                    .map(|((key, val), time, _)| routes.part(key, Some(time), Deal::First, || val.hashed().into()))
                     .collect();
                 drop(routes);
                 let passed = parts.iter().filter(|part| part.is_some()).count() as u64;

@@ -5,7 +5,7 @@ use differential_dataflow::lattice::Lattice;
 use differential_dataflow::{ExchangeData, Hashable, VecCollection};
 use timely::progress::Timestamp;
 
-use super::combine::combine;
+use super::combine::{combine_every, combine_hot};
 
 /// Reducing collections whose keys are skewed, with no key's work on one
 /// worker.
@@ -71,14 +71,14 @@ where
     R: ExchangeData + Semigroup,
 {
     fn skew_count(self) -> VecCollection<'scope, T, (K, R), isize> {
-        combine(self, false).count()
+        combine_hot(self).count()
     }
 
     fn skew_distinct(self) -> VecCollection<'scope, T, K, isize> {
-        combine(self, false).distinct()
+        combine_hot(self).distinct()
     }
 
     fn skew_combine(self) -> VecCollection<'scope, T, K, R> {
-        combine(self, true)
+        combine_every(self)
     }
 }

@@ -2,16 +2,17 @@
 //! updates by the hot keys it knows: a cold key's to the worker
 //! differential's exchange would send it to (the key's owner), a hot key's
 //! to one of its workers by a hash of the whole record (so that, within one
-//! deal, a retraction meets its insertion and arrangements compact). As it
-//! routes, it counts about one update in [`SAMPLE`] by key and time, for
-//! [`hot_keys`](super::hot_keys::hot_keys) to decide from.
+//! deal, a retraction meets its insertion and arrangements compact). It
+//! counts about one update in [`SAMPLE`] by key and time, for
+//! [`hot_keys`](super::hot_keys::hot_keys) to decide from: as it routes
+//! (the two-level reductions), or as the updates arrive at the hold
+//! before their deals are learned (the joins, which then route uncounted).
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use differential_dataflow::{ExchangeData, Hashable};
-use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::Scope;
 use timely::order::TotalOrder;
 use timely::progress::{Antichain, Timestamp};
@@ -159,8 +160,23 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
     #[inline]
     fn route(&mut self, key: &K, time: &T, record: impl FnOnce() -> u64, deal: Deal) -> Option<usize> {
         let route = key_route(key);
-        let worker = self.part_of_route(key, route, Some(time), deal, record);
         self.count(key, route, time);
+        self.send(key, route, time, record, deal)
+    }
+
+    /// Counts about one update in [`SAMPLE`] of `key` at `time`, for the
+    /// decisions: [`target`](Self::target) does not.
+    #[inline]
+    pub(crate) fn observe(&mut self, key: &K, time: &T) {
+        if self.strides.next() {
+            self.add_sample(key, key_route(key), time);
+        }
+    }
+
+    /// [`route`](Self::route) without counting.
+    #[inline]
+    fn send(&mut self, key: &K, route: u64, time: &T, record: impl FnOnce() -> u64, deal: Deal) -> Option<usize> {
+        let worker = self.part_of_route(key, route, Some(time), deal, record);
         if self.sent.listening() {
             // A division per update otherwise, for nothing.
             self.sent.to(worker.unwrap_or((route % self.peers) as usize));
@@ -172,24 +188,31 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
     #[inline]
     fn count(&mut self, key: &K, route: u64, time: &T) {
         if self.strides.next() {
-            let peers = self.peers as usize;
-            let (keys, owned) = self
-                .counted
-                .entry(time.clone())
-                .or_insert_with(|| (KeyCounts::default(), vec![0; peers]));
-            keys.add(key, route);
-            owned[(route % self.peers) as usize] += SAMPLE;
+            self.add_sample(key, route, time);
         }
     }
 
+    /// One sample of `key` (of route hash `route`) at `time`.
+    fn add_sample(&mut self, key: &K, route: u64, time: &T) {
+        let peers = self.peers as usize;
+        let (keys, owned) = self
+            .counted
+            .entry(time.clone())
+            .or_insert_with(|| (KeyCounts::default(), vec![0; peers]));
+        keys.add(key, route);
+        owned[(route % self.peers) as usize] += SAMPLE;
+    }
+
     /// Where an update of `key` at `time` goes, as timely's exchange reads
-    /// it (the worker is the value modulo the peers): a cold key's route is
+    /// it (the worker is the value modulo the peers), the update counted
+    /// already ([`observe`](Self::observe)): a cold key's route is
     /// differential's; a hot key's updates go to its workers by the latest
     /// deal's shares (they hold the other side's copies from the deal on).
     #[inline]
     fn target(&mut self, key: &K, time: &T, record: impl FnOnce() -> u64) -> u64 {
-        self.route(key, time, record, Deal::Latest)
-            .map_or_else(|| key_route(key), |worker| worker as u64)
+        let route = key_route(key);
+        self.send(key, route, time, record, Deal::Latest)
+            .map_or(route, |worker| worker as u64)
     }
 
     /// Where an update of `key` at `time` goes if its key is hot then: to
@@ -270,16 +293,14 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
     }
 }
 
-/// The pact that sends each update to the worker the hot keys name at its
-/// time, as far as this worker has learned them, or else where
-/// differential's exchange would; it counts the updates for
-/// [`hot_keys`](super::hot_keys::hot_keys). Learning a hot key late is
-/// safe: an update routed as before goes to a worker that holds the other
-/// side's records for its key all the same.
-#[allow(clippy::type_complexity)]
-pub(crate) fn route<K, V, T, R>(
+/// Where each update goes, for timely's exchange: to the worker the hot
+/// keys name at its time (as far as this worker has learned them; every
+/// update waits at its sender until its time's are learned), or else where
+/// differential's exchange would. The updates are counted before they
+/// wait ([`Routes::observe`]), not here.
+pub(crate) fn by_deal<K, V, T, R>(
     routes: &SharedRoutes<K, T>,
-) -> Exchange<((K, V), T, R), impl FnMut(&((K, V), T, R)) -> u64 + 'static + use<K, V, T, R>>
+) -> impl FnMut(&((K, V), T, R)) -> u64 + 'static + use<K, V, T, R>
 where
     T: Timestamp + TotalOrder,
     K: ExchangeData + Hashable,
@@ -287,7 +308,5 @@ where
     R: ExchangeData,
 {
     let routes = Rc::clone(routes);
-    Exchange::new(move |((key, val), time, _): &((K, V), T, R)| {
-        routes.borrow_mut().target(key, time, || val.hashed().into())
-    })
+    move |((key, val), time, _): &((K, V), T, R)| routes.borrow_mut().target(key, time, || val.hashed().into())
 }
