@@ -40,10 +40,11 @@ use differential_dataflow::{AsCollection, Hashable, VecCollection};
 use equipoise::common::hash::splitmix64;
 use equipoise::doctor;
 use equipoise::pkg::key_hash;
-use equipoise::skew::{SkewArrange, SkewReduce};
+use equipoise::skew::{Skew, SkewArrange, SkewEvent, SkewReduce, SKEW_LOG_NAME};
 use equipoise_lab::common::cluster::ClusterArgs;
 use equipoise_lab::common::driver::{run_diagnosed, Diagnose};
 use equipoise_lab::common::latency::LatencySummary;
+use equipoise_lab::common::log_file::LogFile;
 use equipoise_lab::common::program::{write_diagnosis, write_report};
 use equipoise_lab::common::Error;
 use equipoise_lab::graph::{Graph, GraphKind, Node};
@@ -72,7 +73,8 @@ struct Args {
     /// Nodes.
     #[arg(long, default_value_t = 1 << 16)]
     nodes: Node,
-    /// Edges loaded at epoch 0.
+    /// Edges loaded at epoch 0, all distinct (a draw that repeats an edge
+    /// is skipped).
     #[arg(long, default_value_t = 1 << 19)]
     edges: u64,
     /// Chung–Lu's Zipf exponent of the endpoint draws (1.0: degrees with
@@ -100,6 +102,17 @@ struct Args {
     /// reduce (`skew_combine`).
     #[arg(long)]
     skew: bool,
+    /// With `--skew`: a key is split once it carries this share of a
+    /// worker's mean load (`Skew::with_hot_share`).
+    #[arg(long, default_value_t = DEFAULT_HOT_SHARE)]
+    hot_share: f64,
+    /// With `--skew`, the skew-proof operators' decisions (timely log
+    /// events: the hot keys and their shares, the updates each worker sent
+    /// to each), one JSON object a line (with several processes, process p
+    /// writes FILE.p). With `--doctor`, the report does not list the hot
+    /// keys.
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
     /// Write the JSON report to PATH (from the process hosting worker 0).
     #[arg(long, value_name = "PATH")]
     report: Option<PathBuf>,
@@ -119,6 +132,9 @@ enum Algorithm {
     Cc,
     Pagerank,
 }
+
+/// `--hot-share`'s default.
+const DEFAULT_HOT_SHARE: f64 = 0.1;
 
 type Edges<'s> = VecCollection<'s, u64, (Node, Node), isize>;
 
@@ -179,12 +195,12 @@ fn least_values<'s>(
     edges: Edges<'s>,
     init: VecCollection<'s, u64, (Node, u32), isize>,
     step: fn(u32) -> u32,
-    skew: bool,
+    skew: Option<Skew>,
     counts: &Counts,
 ) -> VecCollection<'s, u64, (Node, u32), isize> {
     let counts = counts.clone();
-    if skew {
-        let split = edges.skew_arrange_by_key();
+    if let Some(skew) = skew {
+        let split = edges.skew_arrange_by_key_with(skew);
         init.clone().iterate(|inner, values| {
             let proposals = split
                 .enter(inner)
@@ -205,11 +221,16 @@ fn least_values<'s>(
 /// `iterations` steps of PageRank as differential's example runs it:
 /// surfers are the multiplicities, each node keeps a sixth and passes the
 /// rest along its out-edges evenly, and a reset adds surfers to every node.
-fn pagerank<'s>(edges: Edges<'s>, iterations: u64, skew: bool, counts: &Counts) -> VecCollection<'s, u64, Node, isize> {
+fn pagerank<'s>(
+    edges: Edges<'s>,
+    iterations: u64,
+    skew: Option<Skew>,
+    counts: &Counts,
+) -> VecCollection<'s, u64, Node, isize> {
     let nodes = edges.clone().flat_map(|(src, dst)| [src, dst]).distinct();
     let degrees = edges.clone().map(|(src, _)| src).count();
     let outer = edges.inner.scope();
-    let split = skew.then(|| edges.clone().skew_arrange_by_key());
+    let split = skew.map(|skew| edges.clone().skew_arrange_by_key_with(skew));
     let arranged = edges.arrange_by_key_named("EdgesArranged");
     let counts = counts.clone();
     outer.iterative::<u64, _, _>(|inner| {
@@ -229,7 +250,7 @@ fn pagerank<'s>(edges: Edges<'s>, iterations: u64, skew: bool, counts: &Counts) 
                 .join_core(arranged.enter(inner), |_, _, &dst| Some((dst, ()))),
         };
         let pushed = counts.joined(pushed).concat(reset.map(|node| (node, ())));
-        let pushed = if skew { pushed.skew_combine() } else { pushed };
+        let pushed = if skew.is_some() { pushed.skew_combine() } else { pushed };
         let pushed = counts
             .to_reduce(pushed)
             .map(|(node, ())| node)
@@ -281,6 +302,8 @@ struct Report {
     edges: u64,
     exponent: f64,
     skew: bool,
+    /// With `skew`, the share of a worker's mean load that makes a key hot.
+    hot_share: f64,
     workers: usize,
     processes: usize,
     rounds: u64,
@@ -351,6 +374,7 @@ fn validate(args: &Args) -> Result<ClusterArgs, Error> {
     cluster.agree("--changes", args.changes);
     cluster.agree("--seed", args.seed);
     cluster.agree("--skew", args.skew);
+    cluster.agree("--hot-share", args.hot_share);
     Ok(cluster)
 }
 
@@ -359,7 +383,7 @@ fn build(
     worker: &mut Worker,
     algorithm: Algorithm,
     iterations: u64,
-    skew: bool,
+    skew: Option<Skew>,
     counts: &Counts,
     digest: &Rc<Cell<u64>>,
     probe: &ProbeHandle<u64>,
@@ -393,29 +417,41 @@ fn settle(worker: &mut Worker, probe: &ProbeHandle<u64>, epoch: u64) {
 
 fn run(args: Args) -> Result<(), Error> {
     let cluster = validate(&args)?;
-    let graph = Arc::new(Graph::new(args.graph, args.nodes, args.exponent, args.seed)?);
+    // Drawn once per process, before any clock starts.
+    let graph = Graph::new(args.graph, args.nodes, args.exponent, args.seed)?;
+    let drawn = Arc::new(graph.distinct_edges(args.edges + args.rounds * args.changes)?);
+    let split = Skew::default()
+        .with_hot_share(args.hot_share)
+        .map_err(|error| Error::invalid("--hot-share", error.to_string()))?;
     let (algorithm, iterations, skew, edges, roots, rounds, changes) = (
         args.algorithm,
         args.iterations,
-        args.skew,
+        args.skew.then_some(split),
         args.edges,
         args.roots,
         args.rounds,
         args.changes,
     );
+    let log = LogFile::for_flag(args.log.as_deref(), &cluster)?;
     let job = move |worker: &mut Worker| {
         let (index, peers) = (worker.index() as u64, worker.peers() as u64);
+        // Before the dataflow is built: the operators look their logger up then.
+        if let Some(log) = &log {
+            log.register::<SkewEvent>(worker, SKEW_LOG_NAME);
+        }
         let counts = Counts {
             joined: Rc::new(Cell::new(0)),
             to_reduce: Rc::new(RefCell::new(vec![0; peers as usize])),
         };
         let (digest, probe) = (Rc::new(Cell::new(0u64)), ProbeHandle::new());
         let (mut edge_input, mut root_input) = build(worker, algorithm, iterations, skew, &counts, &digest, &probe);
-        // Drawn before the clock starts: the drawing is the same either way.
+        // This worker's share of the drawn edges: every peers-th.
         let mine = |from: u64, to: u64| -> Vec<(Node, Node)> {
-            (from + index..to)
+            drawn[from as usize..to as usize]
+                .iter()
+                .skip(index as usize)
                 .step_by(peers as usize)
-                .map(|edge| graph.edge(edge))
+                .copied()
                 .collect()
         };
         let loaded = mine(0, edges);
@@ -432,7 +468,10 @@ fn run(args: Args) -> Result<(), Error> {
             edge_input.insert(edge);
         }
         if index == 0 {
-            (0..roots).for_each(|edge| root_input.insert(graph.edge(edge).0));
+            drawn
+                .iter()
+                .take(roots as usize)
+                .for_each(|&(root, _)| root_input.insert(root));
         }
         root_input.close();
         edge_input.advance_to(1);
@@ -465,7 +504,7 @@ fn run(args: Args) -> Result<(), Error> {
     };
     let processes = cluster.processes;
     let workers = cluster.total_workers();
-    let (graph_kind, nodes, exponent) = (args.graph, args.nodes, args.exponent);
+    let (graph_kind, nodes, exponent, hot_share) = (args.graph, args.nodes, args.exponent, args.hot_share);
     let assemble = move |figures: Vec<WorkerFigures>| {
         let elapsed_s = figures.iter().map(|f| f.elapsed_s).fold(0.0, f64::max);
         let latencies: Vec<u64> = figures.iter().flat_map(|f| f.latencies_us.iter().copied()).collect();
@@ -484,7 +523,8 @@ fn run(args: Args) -> Result<(), Error> {
             nodes,
             edges,
             exponent,
-            skew,
+            skew: skew.is_some(),
+            hot_share,
             workers,
             processes,
             rounds,

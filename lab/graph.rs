@@ -1,8 +1,8 @@
 //! Seeded synthetic graphs: Chung–Lu power-law graphs and R-MAT.
 //!
-//! Edge `i` of a graph is a pure function of (seed, i), so any worker can
-//! generate any share of the edges and the graph does not depend on the
-//! number of workers or processes.
+//! Edge draw `i` of a graph is a pure function of (seed, i), and the graph
+//! is its first distinct edges in draw order ([`Graph::distinct_edges`]):
+//! it does not depend on the number of workers or processes.
 //!
 //! - **Chung–Lu**: each endpoint drawn Zipf(`exponent`) over the nodes, by
 //!   rank, then the ranks permuted to node ids (so that a hub's id says
@@ -18,7 +18,8 @@ use std::fmt;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::common::keys::{KeySampler, KeySpec};
+use rand_distr::{Distribution, Zipf};
+
 use crate::common::Error;
 use equipoise::common::hash::splitmix64;
 
@@ -53,8 +54,9 @@ const RMAT: [f64; 3] = [0.57, 0.19, 0.19];
 pub struct Graph {
     nodes: Node,
     seed: u64,
-    /// Chung–Lu's endpoint law, by rank.
-    endpoints: Option<KeySampler>,
+    /// Chung–Lu's endpoint law, by rank from 1 (rejection-inversion: a
+    /// few operations a draw, where a table's search would miss the cache).
+    endpoints: Option<Zipf<f64>>,
     /// A multiplier coprime with `nodes`: rank r is node (r × it) mod nodes.
     spread: u64,
 }
@@ -72,15 +74,13 @@ impl Graph {
                 format!("{exponent}: must be a number, at least 0"),
             ));
         }
-        let endpoints = (kind == GraphKind::ChungLu).then(|| {
-            KeySampler::new(
-                &KeySpec::Zipf {
-                    exponent,
-                    distinct: nodes as usize,
-                },
-                seed,
-            )
-        });
+        let endpoints = match kind {
+            GraphKind::ChungLu => Some(
+                Zipf::new(f64::from(nodes), exponent)
+                    .map_err(|error| Error::invalid("--exponent", format!("{exponent}: {error}")))?,
+            ),
+            GraphKind::Rmat => None,
+        };
         let mut spread = 0x9e37_79b1u64;
         while gcd(spread, u64::from(nodes)) != 1 {
             spread += 2;
@@ -101,17 +101,24 @@ impl Graph {
     /// Edge `index`: (source, destination).
     pub fn edge(&self, index: u64) -> (Node, Node) {
         match &self.endpoints {
-            Some(law) => (
-                self.node(law.rank(2 * index) as u64),
-                self.node(law.rank(2 * index + 1) as u64),
-            ),
+            Some(law) => {
+                let mut rng = self.rng(index);
+                let mut rank = || law.sample(&mut rng) as u64 - 1;
+                let src = rank();
+                (self.node(src), self.node(rank()))
+            }
             None => self.rmat(index),
         }
     }
 
+    /// The draws of edge `index`.
+    fn rng(&self, index: u64) -> SmallRng {
+        SmallRng::seed_from_u64(splitmix64(self.seed ^ splitmix64(index)))
+    }
+
     /// R-MAT's edge `index`: a quadrant per bit of the ids.
     fn rmat(&self, index: u64) -> (Node, Node) {
-        let mut rng = SmallRng::seed_from_u64(splitmix64(self.seed ^ splitmix64(index ^ 0x726d_6174)));
+        let mut rng = self.rng(index);
         let bits = u64::from(self.nodes).next_power_of_two().trailing_zeros();
         let (mut src, mut dst) = (0u64, 0u64);
         for _ in 0..bits {
@@ -129,6 +136,55 @@ impl Graph {
             dst = 2 * dst + right;
         }
         (self.node(src), self.node(dst))
+    }
+}
+
+impl Graph {
+    /// The first `count` distinct edges in draw order: a simple graph, as
+    /// follower graphs are (Chung–Lu and R-MAT draw an edge again now and
+    /// then, a hub's to a popular node often: those draws are skipped).
+    /// An error if `count` distinct edges are not found in 16 × `count`
+    /// draws (the graph has too few nodes for them).
+    pub fn distinct_edges(&self, count: u64) -> Result<Vec<(Node, Node)>, Error> {
+        let most = count.saturating_mul(16).max(1024);
+        let pack = |(src, dst): (Node, Node)| (u64::from(src) << 32) | u64::from(dst);
+        let mut draws: Vec<u64> = Vec::new();
+        loop {
+            // Each draw's place if it is the first of its edge, found by one
+            // sort (a hash set of this many edges misses the cache on every
+            // insertion).
+            let mut order: Vec<(u64, u32)> = draws.iter().enumerate().map(|(at, &edge)| (edge, at as u32)).collect();
+            order.sort_unstable();
+            let mut first = vec![false; draws.len()];
+            order.dedup_by_key(|(edge, _)| *edge);
+            order.iter().for_each(|&(_, at)| first[at as usize] = true);
+            let distinct = order.len() as u64;
+            if distinct >= count || draws.len() as u64 >= most {
+                let edges: Vec<(Node, Node)> = draws
+                    .iter()
+                    .zip(first)
+                    .filter(|(_, first)| *first)
+                    .map(|(&edge, _)| ((edge >> 32) as Node, edge as Node))
+                    .take(count as usize)
+                    .collect();
+                if edges.len() as u64 == count {
+                    return Ok(edges);
+                }
+                return Err(Error::invalid(
+                    "--edges",
+                    format!(
+                        "{count}: only {distinct} distinct edges in {} draws over {} nodes; give more --nodes or fewer edges",
+                        draws.len(),
+                        self.nodes
+                    ),
+                ));
+            }
+            // Half again as many as are missing, as some will repeat: one
+            // more round, most often.
+            let more = ((count - distinct) + (count - distinct) / 2 + 1024).min(most - draws.len() as u64);
+            let from = draws.len() as u64;
+            draws.extend((from..from + more).map(|index| pack(self.edge(index))));
+        }
     }
 }
 
@@ -193,6 +249,24 @@ mod tests {
             seen.dedup();
             assert_eq!(seen.len(), nodes as usize);
         }
+    }
+
+    #[test]
+    fn distinct_edges_are_distinct_and_in_draw_order() {
+        let graph = Graph::new(GraphKind::ChungLu, 1 << 10, 1.0, 3).unwrap();
+        let edges = graph.distinct_edges(5_000).unwrap();
+        let mut sorted = edges.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 5_000);
+        assert_eq!(edges[0], graph.edge(0));
+        // A prefix of a longer list: the same graph grows by new edges.
+        assert_eq!(graph.distinct_edges(6_000).unwrap()[..5_000], edges[..]);
+        let error = Graph::new(GraphKind::Rmat, 4, 0.0, 3)
+            .unwrap()
+            .distinct_edges(100)
+            .unwrap_err();
+        assert!(error.to_string().contains("--edges"), "{error}");
     }
 
     #[test]

@@ -52,15 +52,24 @@ fn every_algorithm_computes_as_differential_does_on_one_worker() {
 
 #[test]
 fn a_hubs_join_output_and_proposals_are_spread() {
-    // At 4 workers the hub's out-edges (a tenth of them) put a third again
-    // the mean join output on its worker (1.36 here); split, every worker
-    // is near the mean (1.11).
-    let args = ["--algorithm", "bfs", "-w", "4", "--nodes", "8192", "--edges", "200000"];
-    let own = run_alone("bfs-own-4.json", &args);
-    let skew = run_alone("bfs-skew-4.json", &[&args[..], &["--skew"]].concat());
+    // At 16 workers (the counts do not depend on the cores) the hubs'
+    // out-edges put 1.7 × the mean join output on their workers; split,
+    // every worker is near the mean (1.09).
+    let args = [
+        "--algorithm",
+        "bfs",
+        "-w",
+        "16",
+        "--nodes",
+        "65536",
+        "--edges",
+        "400000",
+    ];
+    let own = run_alone("bfs-own-16.json", &args);
+    let skew = run_alone("bfs-skew-16.json", &[&args[..], &["--skew"]].concat());
     assert_eq!(own["digest"], skew["digest"]);
     let over = |report: &serde_json::Value, field: &str| report[field].as_f64().unwrap();
-    assert!(over(&own, "join_output_over_mean") > 1.25, "{own}");
+    assert!(over(&own, "join_output_over_mean") > 1.5, "{own}");
     assert!(over(&skew, "join_output_over_mean") < 1.15, "{skew}");
     assert!(over(&skew, "reduce_input_over_mean") < 1.15, "{skew}");
     // The combined proposals are fewer, and the join's output the same.
