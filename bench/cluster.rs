@@ -27,11 +27,10 @@
 //! benchmark binary runs on a machine with the binaries copied beside it.
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 use clap::Parser;
-use equipoise_lab::common::example_runs::{ExampleRun, Figures};
+use equipoise_lab::common::example_runs::{built_examples, ExampleRun, Figures};
 use equipoise_lab::common::launch::Shape;
 use equipoise_lab::common::median::spread;
 use serde::Serialize;
@@ -100,7 +99,7 @@ struct Runs {
 
 fn main() {
     let args = Args::parse();
-    let bin_dir = args.bin_dir.clone().unwrap_or_else(build_examples);
+    let bin_dir = args.bin_dir.clone().unwrap_or_else(|| built_examples(&["--examples"]));
     let known: Vec<String> = ExampleRun::all().into_iter().map(|run| run.name).collect();
     if let Some(unknown) = args
         .examples
@@ -236,20 +235,4 @@ fn si(value: f64) -> String {
     } else {
         format!("{value:.0}")
     }
-}
-
-/// Builds the examples in release and returns where they are.
-fn build_examples() -> PathBuf {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["build", "--release", "--examples", "--quiet"])
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "cargo build --release --examples failed");
-    let mut dir = std::env::current_exe().expect("the benchmark's path");
-    // target/release/deps/cluster-… -> target/release/examples
-    dir.pop();
-    dir.pop();
-    dir.push("examples");
-    dir
 }

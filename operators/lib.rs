@@ -11,7 +11,11 @@
 //!   the split partial results exactly.
 //! - [`skew`]: skew-proof differential operators, with the output of the
 //!   operator each replaces and their hot keys split over workers:
-//!   `skew_join`, `skew_count`, `skew_distinct`, `skew_min`, `skew_max`.
+//!   `skew_join`, `skew_semijoin`, `skew_antijoin`, `skew_count`,
+//!   `skew_distinct`, `skew_min`, `skew_max`, `skew_reduce_associative`;
+//!   in loops, `skew_arrange_by_key` (a split arrangement to enter and
+//!   join with) and `skew_combine` (before a `reduce`).
+//! - [`doctor`]: a skew report of any timely or differential dataflow.
 //! - [`swarm`]: SWARM. `records.swarm::<App>(&config, policy)` routes points
 //!   and continuous queries to spatial partitions owned by workers, runs the
 //!   application per partition and returns its results as a stream; a

@@ -194,3 +194,53 @@ proptest! {
         prop_assert_eq!(run(workers, edges, skew).mismatched, 0);
     }
 }
+
+#[test]
+fn one_split_arrangement_serves_joins_outside_and_inside_the_loop() {
+    // The same split edges joined outside the loop (`join`), inside it
+    // (`join_core` with the values arranged once), and entered twice.
+    let edges = hubbed(300, &[0, 3, 3, 7], 500, 3);
+    for workers in [1, 3] {
+        let found = Arc::new(Mutex::new(Found::default()));
+        let (found2, edges) = (Arc::clone(&found), Arc::new(edges.clone()));
+        timely::execute(timely::Config::process(workers), move |worker| {
+            let mut input = InputSession::<u64, (Node, Node), isize>::new();
+            let found = Arc::clone(&found2);
+            let probe = worker.dataflow::<u64, _, _>(|scope| {
+                let all = input.to_collection(scope);
+                let edges = all.clone().filter(|&(src, _)| src != ROOT);
+                let roots = all.filter(|&(src, _)| src == ROOT).map(|(_, node)| (node, 0u32));
+                let split = edges.clone().skew_arrange_by_key();
+                // Outside: each edge with its source's out-degree.
+                let degrees = edges.clone().map(|(src, _)| src).count();
+                let ours = split.clone().join(degrees.clone());
+                expect_empty(
+                    ours.negate().concat(edges.clone().join(degrees)),
+                    &found,
+                    "join outside",
+                );
+                let (inner_found, inner_split) = (Arc::clone(&found), split.clone());
+                let start = roots.clone();
+                let reached = roots.iterate(|inner, dists| {
+                    let dists = dists.arrange_by_key();
+                    let first = inner_split
+                        .clone()
+                        .enter(inner)
+                        .join_core(dists.clone(), |_, &dst, &dist| Some((dst, dist + 1)));
+                    let second = inner_split
+                        .enter(inner)
+                        .join_core(dists, |_, &dst, &dist| Some((dst, dist + 1)));
+                    expect_empty(first.clone().negate().concat(second), &inner_found, "two joins");
+                    first
+                        .concat(start.enter(inner))
+                        .reduce(|_, dists, out| out.push((*dists[0].0, 1)))
+                });
+                let (probe, _) = reached.probe();
+                probe
+            });
+            feed_in_turns(worker, vec![(input, &edges[..])], &probe);
+        })
+        .expect("timely runs");
+        assert_eq!(found.lock().unwrap().mismatched, 0, "{workers} workers");
+    }
+}

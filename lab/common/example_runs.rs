@@ -2,7 +2,8 @@
 //! capability, at its defaults, with what its report says of throughput,
 //! latency and the exactness of its results.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -187,6 +188,25 @@ impl ExampleRun {
         (self.figures)(&report)
             .ok_or_else(|| Error::Runtime(format!("{}'s report lacks a figure: {report}", self.name)))
     }
+}
+
+/// The directory of the release examples, built first with `cargo build
+/// --release` and `which` (`--examples`, or `--example NAME`), for a
+/// benchmark at `target/release/deps/` to run them.
+pub fn built_examples(which: &[&str]) -> PathBuf {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "--release", "--quiet"])
+        .args(which)
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "cargo build --release {which:?} failed");
+    let mut dir = std::env::current_exe().expect("the benchmark's path");
+    // target/release/deps/<benchmark>-… -> target/release/examples
+    dir.pop();
+    dir.pop();
+    dir.push("examples");
+    dir
 }
 
 #[cfg(test)]

@@ -11,6 +11,10 @@
 //!   key's least or greatest value.
 //! - [`SkewAssociative`]: `skew_reduce_associative` in place of a `reduce`
 //!   whose logic is associative (a sum, the top k, a union).
+//! - [`SkewArrange`]: `skew_arrange_by_key` in place of `arrange_by_key`,
+//!   for a [`SkewArranged`] to join with ([`SkewArranged::join`],
+//!   `join_map`, `join_core`), in a loop too ([`SkewArranged::enter`]).
+//! - [`SkewReduce::skew_combine`]: a combiner for before a `reduce`.
 //!
 //! [`Skew`] sets when a key is hot and how far a worker may be over the
 //! mean; what the operators decide is logged as [`SkewEvent`]s under
