@@ -40,7 +40,7 @@ use differential_dataflow::{AsCollection, Hashable, VecCollection};
 use equipoise::common::hash::splitmix64;
 use equipoise::doctor;
 use equipoise::pkg::key_hash;
-use equipoise::skew::{Skew, SkewArrange, SkewEvent, SkewReduce, SKEW_LOG_NAME};
+use equipoise::skew::{Skew, SkewArrange, SkewArrangedByKey, SkewEvent, SkewReduce, SKEW_LOG_NAME};
 use equipoise_lab::common::cluster::ClusterArgs;
 use equipoise_lab::common::driver::{run_diagnosed, Diagnose};
 use equipoise_lab::common::latency::LatencySummary;
@@ -103,9 +103,10 @@ struct Args {
     #[arg(long)]
     skew: bool,
     /// With `--skew`: a key is split once it carries this share of a
-    /// worker's mean load (`Skew::with_hot_share`).
-    #[arg(long, default_value_t = DEFAULT_HOT_SHARE)]
-    hot_share: f64,
+    /// worker's mean load (`skew_arrange_by_key_with(Skew::default()
+    /// .with_hot_share(..))`; without it, `skew_arrange_by_key()`'s 0.05).
+    #[arg(long)]
+    hot_share: Option<f64>,
     /// With `--skew`, the skew-proof operators' decisions (timely log
     /// events: the hot keys and their shares, the updates each worker sent
     /// to each), one JSON object a line (with several processes, process p
@@ -133,13 +134,24 @@ enum Algorithm {
     Pagerank,
 }
 
-/// `--hot-share`'s default.
-const DEFAULT_HOT_SHARE: f64 = 0.1;
-
 type Edges<'s> = VecCollection<'s, u64, (Node, Node), isize>;
 
 /// A worker's input of records `D`.
 type Session<D> = InputSession<u64, D, isize>;
+
+/// With `--skew`, the settings the edges are split by (`None`:
+/// `skew_arrange_by_key()`'s own).
+#[derive(Clone, Copy)]
+struct Split(Option<Skew>);
+
+impl Split {
+    fn arrange(self, edges: Edges<'_>) -> SkewArrangedByKey<'_, u64, Node, Node, isize> {
+        match self.0 {
+            Some(skew) => edges.skew_arrange_by_key_with(skew),
+            None => edges.skew_arrange_by_key(),
+        }
+    }
+}
 
 /// What one worker counts as the loop runs: the join's output produced
 /// here, and the updates it sent to each worker's reduce.
@@ -195,12 +207,12 @@ fn least_values<'s>(
     edges: Edges<'s>,
     init: VecCollection<'s, u64, (Node, u32), isize>,
     step: fn(u32) -> u32,
-    skew: Option<Skew>,
+    skew: Option<Split>,
     counts: &Counts,
 ) -> VecCollection<'s, u64, (Node, u32), isize> {
     let counts = counts.clone();
-    if let Some(skew) = skew {
-        let split = edges.skew_arrange_by_key_with(skew);
+    if let Some(settings) = skew {
+        let split = settings.arrange(edges);
         init.clone().iterate(|inner, values| {
             let proposals = split
                 .enter(inner)
@@ -224,13 +236,13 @@ fn least_values<'s>(
 fn pagerank<'s>(
     edges: Edges<'s>,
     iterations: u64,
-    skew: Option<Skew>,
+    skew: Option<Split>,
     counts: &Counts,
 ) -> VecCollection<'s, u64, Node, isize> {
     let nodes = edges.clone().flat_map(|(src, dst)| [src, dst]).distinct();
     let degrees = edges.clone().map(|(src, _)| src).count();
     let outer = edges.inner.scope();
-    let split = skew.map(|skew| edges.clone().skew_arrange_by_key_with(skew));
+    let split = skew.map(|settings| settings.arrange(edges.clone()));
     let arranged = edges.arrange_by_key_named("EdgesArranged");
     let counts = counts.clone();
     outer.iterative::<u64, _, _>(|inner| {
@@ -302,8 +314,8 @@ struct Report {
     edges: u64,
     exponent: f64,
     skew: bool,
-    /// With `skew`, the share of a worker's mean load that makes a key hot.
-    hot_share: f64,
+    /// `--hot-share` (null: `skew_arrange_by_key()`'s).
+    hot_share: Option<f64>,
     workers: usize,
     processes: usize,
     rounds: u64,
@@ -383,7 +395,7 @@ fn build(
     worker: &mut Worker,
     algorithm: Algorithm,
     iterations: u64,
-    skew: Option<Skew>,
+    skew: Option<Split>,
     counts: &Counts,
     digest: &Rc<Cell<u64>>,
     probe: &ProbeHandle<u64>,
@@ -420,13 +432,15 @@ fn run(args: Args) -> Result<(), Error> {
     // Drawn once per process, before any clock starts.
     let graph = Graph::new(args.graph, args.nodes, args.exponent, args.seed)?;
     let drawn = Arc::new(graph.distinct_edges(args.edges + args.rounds * args.changes)?);
-    let split = Skew::default()
-        .with_hot_share(args.hot_share)
+    let split = args
+        .hot_share
+        .map(|share| Skew::default().with_hot_share(share))
+        .transpose()
         .map_err(|error| Error::invalid("--hot-share", error.to_string()))?;
     let (algorithm, iterations, skew, edges, roots, rounds, changes) = (
         args.algorithm,
         args.iterations,
-        args.skew.then_some(split),
+        args.skew.then_some(Split(split)),
         args.edges,
         args.roots,
         args.rounds,

@@ -147,44 +147,48 @@ impl Graph {
     /// draws (the graph has too few nodes for them).
     pub fn distinct_edges(&self, count: u64) -> Result<Vec<(Node, Node)>, Error> {
         let most = count.saturating_mul(16).max(1024);
-        let pack = |(src, dst): (Node, Node)| (u64::from(src) << 32) | u64::from(dst);
-        let mut draws: Vec<u64> = Vec::new();
-        loop {
-            // Each draw's place if it is the first of its edge, found by one
-            // sort (a hash set of this many edges misses the cache on every
-            // insertion).
-            let mut order: Vec<(u64, u32)> = draws.iter().enumerate().map(|(at, &edge)| (edge, at as u32)).collect();
-            order.sort_unstable();
-            let mut first = vec![false; draws.len()];
-            order.dedup_by_key(|(edge, _)| *edge);
-            order.iter().for_each(|&(_, at)| first[at as usize] = true);
-            let distinct = order.len() as u64;
-            if distinct >= count || draws.len() as u64 >= most {
-                let edges: Vec<(Node, Node)> = draws
-                    .iter()
-                    .zip(first)
-                    .filter(|(_, first)| *first)
-                    .map(|(&edge, _)| ((edge >> 32) as Node, edge as Node))
-                    .take(count as usize)
-                    .collect();
-                if edges.len() as u64 == count {
-                    return Ok(edges);
-                }
-                return Err(Error::invalid(
-                    "--edges",
-                    format!(
-                        "{count}: only {distinct} distinct edges in {} draws over {} nodes; give more --nodes or fewer edges",
-                        draws.len(),
-                        self.nodes
-                    ),
-                ));
-            }
-            // Half again as many as are missing, as some will repeat: one
-            // more round, most often.
-            let more = ((count - distinct) + (count - distinct) / 2 + 1024).min(most - draws.len() as u64);
-            let from = draws.len() as u64;
-            draws.extend((from..from + more).map(|index| pack(self.edge(index))));
+        // The distinct edges so far, in draw order and sorted (a hash set of
+        // this many edges misses the cache on every insertion).
+        let (mut kept, mut sorted): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
+        let mut drawn = 0u64;
+        while (kept.len() as u64) < count && drawn < most {
+            // Half again as many as are missing, as some will repeat.
+            let missing = count - kept.len() as u64;
+            let more = (missing + missing / 2 + 1024).min(most - drawn);
+            let mut batch: Vec<(u64, u64)> = (drawn..drawn + more).map(|index| (self.packed(index), index)).collect();
+            drawn += more;
+            // Each edge's first draw in the batch, if no earlier batch drew it.
+            batch.sort_unstable();
+            batch.dedup_by_key(|(edge, _)| *edge);
+            batch.retain(|(edge, _)| sorted.binary_search(edge).is_err());
+            let mut new: Vec<u64> = batch.iter().map(|&(edge, _)| edge).collect();
+            batch.sort_unstable_by_key(|&(_, index)| index);
+            kept.extend(batch.iter().map(|&(edge, _)| edge));
+            new.append(&mut sorted);
+            new.sort_unstable();
+            sorted = new;
         }
+        if (kept.len() as u64) < count {
+            return Err(Error::invalid(
+                "--edges",
+                format!(
+                    "{count}: only {} distinct edges in {drawn} draws over {} nodes; give more --nodes or fewer edges",
+                    kept.len(),
+                    self.nodes
+                ),
+            ));
+        }
+        kept.truncate(count as usize);
+        Ok(kept
+            .into_iter()
+            .map(|edge| ((edge >> 32) as Node, edge as Node))
+            .collect())
+    }
+
+    /// Edge `index` as one number: the source's bits, then the destination's.
+    fn packed(&self, index: u64) -> u64 {
+        let (src, dst) = self.edge(index);
+        (u64::from(src) << 32) | u64::from(dst)
     }
 }
 
@@ -260,6 +264,14 @@ mod tests {
         sorted.dedup();
         assert_eq!(sorted.len(), 5_000);
         assert_eq!(edges[0], graph.edge(0));
+        // The first distinct draws, as a scan with a set finds them.
+        let mut seen = std::collections::HashSet::new();
+        let reference: Vec<(Node, Node)> = (0..)
+            .map(|index| graph.edge(index))
+            .filter(|&edge| seen.insert(edge))
+            .take(5_000)
+            .collect();
+        assert_eq!(edges, reference);
         // A prefix of a longer list: the same graph grows by new edges.
         assert_eq!(graph.distinct_edges(6_000).unwrap()[..5_000], edges[..]);
         let error = Graph::new(GraphKind::Rmat, 4, 0.0, 3)

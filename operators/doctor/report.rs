@@ -198,13 +198,15 @@ fn hint(figure: &OperatorFigures) -> Option<String> {
     }
     let named = |what: &str| name.contains(what) || feeds.iter().any(|feed| feed.contains(what));
     let hint = if named("Join") {
-        "a skewed join: `skew_join` (equipoise::skew::SkewJoin) splits its hot keys"
+        "a skewed join: `skew_join` (equipoise::skew::SkewJoin) splits its hot keys; in a loop, \
+         `skew_arrange_by_key` (SkewArrange) splits the collection entering it, to join inside"
     } else if named("Count") {
         "a skewed count: `skew_count` (equipoise::skew::SkewReduce) sums hot keys where they arise"
     } else if named("Distinct") {
         "a skewed distinct: `skew_distinct` (equipoise::skew::SkewReduce) sums hot keys where they arise"
     } else if named("Reduce") {
-        "a skewed reduce: `skew_min`/`skew_max` or `skew_reduce_associative` reduce hot keys in two levels"
+        "a skewed reduce: `skew_min`/`skew_max` or `skew_reduce_associative` reduce hot keys in two levels; \
+         in a loop, `skew_combine` (SkewReduce) sums equal records before it"
     } else if name.contains("Arrange") {
         "a skewed arrangement: the skew-proof operator in place of what reads it"
     } else if figure.exchanged {
