@@ -87,8 +87,8 @@ fn run(workers: usize, edges: Edges, skew: Skew) -> Found {
                 let joined = Arc::clone(&inner_found);
                 let theirs = theirs.inspect(move |_| joined.lock().unwrap().joined += 1);
                 expect_empty(ours.clone().negate().concat(theirs), &inner_found, "join");
-                // The two-level reductions and the combiner, at partially
-                // ordered times.
+                // The combining count and distinct, and the combiner, at
+                // partially ordered times.
                 let levels = dists.map(|(_, dist)| dist % 3);
                 let counted = levels.clone().skew_count().negate().concat(levels.clone().count());
                 expect_empty(counted, &inner_found, "skew_count");

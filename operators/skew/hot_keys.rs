@@ -1,6 +1,7 @@
-//! The dataflow that decides the hot keys: once the routed updates of a
-//! time are arranged everywhere, each worker reports its sampled counts of
-//! the time to worker 0, which decides which keys are hot and how each is
+//! The dataflow that decides the hot keys: once every worker has counted
+//! its updates of a time (as it routes them, or as they arrive at the hold
+//! that keeps them until their time's deals are learned), each worker
+//! reports its sampled counts of the time to worker 0, which decides which keys are hot and how each is
 //! dealt ([`SideHotKeys`]), and tells every worker, which routes by them
 //! from that time on.
 
@@ -46,9 +47,9 @@ type Counted<K> = (HashMap<K, u64>, Vec<u64>);
 /// The hot keys of each of `sides` (the routes of each of an operator's
 /// inputs), as every worker learns them (and each side's routes with
 /// them): decided on worker 0 from each worker's counts of a time, once
-/// `progress` (a stream downstream of the routing, such as the routed
-/// updates arranged: past a time, every worker has counted it) has passed
-/// it, and sent to every worker at that time. A key is split on one side
+/// `progress` (a stream whose frontier passes a time once this worker has
+/// counted its updates of it: the hold's) has passed it on every worker,
+/// and sent to every worker at that time. A key is split on one side
 /// only, as [`SideHotKeys`] decides.
 pub(crate) fn hot_keys<'scope, T, K, C>(
     progress: Stream<'scope, T, C>,

@@ -37,7 +37,7 @@ pub trait SkewJoin<'scope, T: Timestamp, K, V, R> {
     /// their updates on that side go to
     /// several workers (by a hash of the whole record), and the other
     /// side's updates of them are copied to each of those workers from the
-    /// time the key turned hot. A key's records from before its latest
+    /// time of the first deal that named it. A key's records from before its latest
     /// deal move to the deal's workers, so that insertions meet their
     /// retractions and a change of the other side's rows of the key costs
     /// output only there. Other keys go where `join` sends them.
@@ -254,7 +254,7 @@ type Routed<'scope, K, V, T, R> = (Arranged<'scope, K, V, T, R>, SharedRoutes<K,
 
 /// The core of the skew-proof joins, over both sides arranged where their
 /// routes sent them (`routed` passes a time once both sides' updates of it
-/// are routed and counted): finds the hot keys from both sides' counts, copies
+/// are counted): finds the hot keys from both sides' counts, copies
 /// the other side's updates of each to the key's workers, and yields
 /// `logic` of every pair of records with equal keys (differential's
 /// `join_core` on each of the three meetings).

@@ -15,6 +15,11 @@
 //! time it may still send at. Insertions and retractions then meet, and the
 //! arrangements compact.
 //!
+//! A container waits for the time of its stamp: an update of a later
+//! time in it (differential's operators may send one) is sent by the
+//! deals learned by then, and moved as above if a later deal places it
+//! elsewhere.
+//!
 //! The two-level reductions hold at the owners instead
 //! ([`hold_for_first_deal`]): their senders route as they go, and the
 //! owner passes a hot key's updates on to their parts.
@@ -62,8 +67,8 @@ type Watched<K, V, T, R> = (
     )>,
 );
 
-/// Routed updates waiting for their time's deals, per time, with the
-/// capabilities to send them here or on.
+/// Updates waiting for their time's deals, per time, with the
+/// capabilities to let them go here or send them on.
 type Waiting<K, V, T, R> = BTreeMap<T, (Capability<T>, Capability<T>, Vec<Vec<((K, V), T, R)>>)>;
 
 /// The moves' output: each update with the worker it goes to.
@@ -171,10 +176,10 @@ where
     let mut mover = Mover::new(scope.index(), Rc::clone(routes), Rc::clone(&watch), deal);
     builder.build(move |mut caps| {
         // Moves of arranged records are sent at the earliest time the
-        // routed updates may still carry; the third output says how far
-        // the routing has come.
+        // held updates may still carry; the third output says how far the
+        // counting has come.
         let (mut routed, mut held) = (caps.pop(), caps.pop());
-        // Routed updates wait here, per time, until that time's deals are
+        // Updates wait here, per time, until that time's deals are
         // learned: each then goes to the worker its deal names.
         let mut waiting: Waiting<K, V, T, R> = BTreeMap::new();
         let mut frontier = Antichain::from_elem(T::minimum());
@@ -326,10 +331,12 @@ where
         }
     }
 
-    /// Sends on the waiting updates of every time whose deals are all
-    /// learned: each to the worker its key's deal names then, or here.
-    /// Where no key was dealt lately, every sender routed by the deals
-    /// that hold now, and the updates go on as they came.
+    /// Lets go the waiting updates of every time whose deals are all
+    /// learned. Held at their senders (by the latest deal), they go on as
+    /// they came, to the exchange by deal. Held at their owners (by the
+    /// first), each goes to the part its key's first deal names, or stays;
+    /// where no key was dealt lately, every sender routed by the deals
+    /// that hold now, and they go on as they came.
     #[allow(clippy::type_complexity)]
     fn release(
         &mut self,

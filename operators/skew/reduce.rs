@@ -46,7 +46,7 @@ pub trait SkewReduce<'scope, T: Timestamp, K, R> {
     /// loop this is what removes a popular key's skew from the reduce that
     /// follows a join: a breadth-first search's proposals to one
     /// destination within one iteration are equal, so each worker sends one
-    /// of them however many of its edges lead there. Exact at any times,
+    /// of them per delivery however many of its edges lead there. Exact at any times,
     /// partially ordered ones included (summing equal updates never
     /// changes a collection). Unlike [`skew_count`](Self::skew_count), it
     /// combines every record, as a loop's records recur within one

@@ -50,9 +50,10 @@ pub(crate) enum Deal {
     First,
 }
 
-/// What a worker routes by and what it has counted, shared by the pact
-/// (which routes and counts), the operator that reports the counts and the
-/// one that learns the hot keys.
+/// What a worker routes by and what it has counted, shared by what routes
+/// (and, for the two-level reductions, counts as it routes), the hold
+/// (which counts the joins' updates), the operator that reports the counts
+/// and the one that learns the hot keys.
 pub(crate) struct Routes<K, T> {
     /// Each hot key's deals, in time order, with the time each holds from.
     hot: KeyIndex<K, Vec<(T, Picker)>>,

@@ -131,7 +131,8 @@ pub trait SkewArrange<'scope, T: Timestamp + Lattice, K: ExchangeData, V: Exchan
     fn skew_arrange_by_key(self) -> SkewArrangedByKey<'scope, T, K, V, R>;
 
     /// [`skew_arrange_by_key`](Self::skew_arrange_by_key) with hot keys
-    /// found and split by `skew`.
+    /// found and split by `skew` (whose own default hot share is 0.1, not
+    /// the 0.05 `skew_arrange_by_key` splits from).
     fn skew_arrange_by_key_with(self, skew: Skew) -> SkewArrangedByKey<'scope, T, K, V, R>;
 }
 
@@ -198,7 +199,9 @@ where
     Tr::Time: Ord,
 {
     /// As differential's `join_core`, with `other` arranged by key on each
-    /// key's owner (as `arrange_by_key` leaves it): `logic` of every pair
+    /// key's owner (as `arrange_by_key` leaves it: by differential's own
+    /// exchange, the key's hash; an arrangement exchanged otherwise gives
+    /// a wrong result): `logic` of every pair
     /// of records with equal keys, this side's value first. A hot key's
     /// records of `other` are copied to the key's other workers (and
     /// arranged there) from the time it was dealt there; the output is each
