@@ -53,9 +53,9 @@ use std::time::Instant;
 use clap::Parser;
 use differential_dataflow::input::Input;
 use differential_dataflow::{Hashable, VecCollection};
-use equipoise::common::hash::{key_hash, splitmix64};
 use equipoise::skew::{SkewEvent, SkewEventBuilder, SkewJoin, SkewMinMax, SkewReduce, SKEW_LOG_NAME};
 use equipoise_lab::common::cpu::thread_cpu_seconds;
+use equipoise_lab::common::digest::update_digest;
 use equipoise_lab::common::keys::{KeySampler, KeySpec};
 use equipoise_lab::common::latency::LatencySummary;
 use equipoise_lab::common::median::spread;
@@ -190,9 +190,8 @@ fn watch<D: differential_dataflow::Data + std::hash::Hash>(
     let watched = Rc::clone(watched);
     output
         .inspect(move |(record, time, diff)| {
-            let update = splitmix64(key_hash(&(record, time))).wrapping_mul(*diff as u64);
             let (digest, produced) = watched.get();
-            watched.set((digest.wrapping_add(update), produced + 1));
+            watched.set((digest.wrapping_add(update_digest(record, time, *diff)), produced + 1));
         })
         .inner
         .probe_with(probe);

@@ -32,6 +32,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use clap::Parser;
+use equipoise::doctor::Spread;
 use equipoise_lab::common::example_runs::built_examples;
 use equipoise_lab::common::median::spread;
 use serde::Serialize;
@@ -144,13 +145,8 @@ fn numbers(values: &Value) -> Vec<u64> {
 
 /// The busiest of `counts` ÷ their mean.
 fn over_mean(counts: &[u64]) -> f64 {
-    let total: u64 = counts.iter().sum();
-    let most = counts.iter().copied().max().unwrap_or(0);
-    if total == 0 {
-        1.0
-    } else {
-        most as f64 * counts.len() as f64 / total as f64
-    }
+    let counts: Vec<f64> = counts.iter().map(|&count| count as f64).collect();
+    Spread::of(&counts).busiest_over_mean
 }
 
 /// The records every arrangement held at most, summed.

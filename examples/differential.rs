@@ -37,12 +37,11 @@ use std::time::Instant;
 
 use clap::Parser;
 use differential_dataflow::input::{Input, InputSession};
-use differential_dataflow::VecCollection;
-use equipoise::common::hash::splitmix64;
 use equipoise::doctor;
 use equipoise::pkg::{key_hash, PkgCountCollection, PkgEvent, Scheme, LOG_NAME};
 use equipoise::skew::{SkewAssociative, SkewEvent, SkewJoin, SkewMinMax, SkewReduce, SKEW_LOG_NAME};
 use equipoise_lab::common::cluster::ClusterArgs;
+use equipoise_lab::common::digest::watch;
 use equipoise_lab::common::driver::{run_diagnosed, Diagnose, OpenEpochs};
 use equipoise_lab::common::keys::{KeySampler, KeySpec};
 use equipoise_lab::common::latency::LatencySummary;
@@ -50,7 +49,6 @@ use equipoise_lab::common::log_file::LogFile;
 use equipoise_lab::common::program::{write_diagnosis, write_report};
 use equipoise_lab::common::Error;
 use serde::{Deserialize, Serialize};
-use timely::dataflow::operators::Probe;
 use timely::dataflow::ProbeHandle;
 
 /// Counts (or distinct keys) of a skewed collection over a sliding
@@ -203,23 +201,6 @@ impl Feed {
             }
         }
     }
-}
-
-/// Folds every update of `output` into `digest` (see
-/// [`Report::counts_digest`]) and probes it with `probe`.
-fn watch<D: differential_dataflow::Data + std::hash::Hash>(
-    output: VecCollection<'_, u64, D, isize>,
-    digest: &Rc<Cell<u64>>,
-    probe: &ProbeHandle<u64>,
-) {
-    let digest = Rc::clone(digest);
-    output
-        .inspect(move |(record, time, diff)| {
-            let update = splitmix64(key_hash(&(record, time))).wrapping_mul(*diff as u64);
-            digest.set(digest.get().wrapping_add(update));
-        })
-        .inner
-        .probe_with(probe);
 }
 
 /// What one worker saw.

@@ -37,11 +37,10 @@ use differential_dataflow::input::InputSession;
 use differential_dataflow::operators::iterate::Variable;
 use differential_dataflow::operators::Iterate;
 use differential_dataflow::{AsCollection, Hashable, VecCollection};
-use equipoise::common::hash::splitmix64;
-use equipoise::doctor;
-use equipoise::pkg::key_hash;
+use equipoise::doctor::{self, Spread};
 use equipoise::skew::{Skew, SkewArrange, SkewArrangedByKey, SkewEvent, SkewReduce, SKEW_LOG_NAME};
 use equipoise_lab::common::cluster::ClusterArgs;
+use equipoise_lab::common::digest::watch;
 use equipoise_lab::common::driver::{run_diagnosed, Diagnose};
 use equipoise_lab::common::latency::LatencySummary;
 use equipoise_lab::common::log_file::LogFile;
@@ -50,7 +49,6 @@ use equipoise_lab::common::Error;
 use equipoise_lab::graph::{Graph, GraphKind, Node};
 use serde::{Deserialize, Serialize};
 use timely::dataflow::operators::vec::Filter;
-use timely::dataflow::operators::Probe;
 use timely::dataflow::ProbeHandle;
 use timely::order::Product;
 use timely::worker::Worker;
@@ -275,23 +273,6 @@ fn pagerank<'s>(
     })
 }
 
-/// Folds every update of `output` into `digest` (see [`Report::digest`])
-/// and probes it with `probe`.
-fn watch<D: differential_dataflow::Data + std::hash::Hash>(
-    output: VecCollection<'_, u64, D, isize>,
-    digest: &Rc<Cell<u64>>,
-    probe: &ProbeHandle<u64>,
-) {
-    let digest = Rc::clone(digest);
-    output
-        .inspect(move |(record, time, diff)| {
-            let update = splitmix64(key_hash(&(record, time))).wrapping_mul(*diff as u64);
-            digest.set(digest.get().wrapping_add(update));
-        })
-        .inner
-        .probe_with(probe);
-}
-
 /// What one worker saw.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct WorkerFigures {
@@ -351,13 +332,8 @@ fn main() -> ExitCode {
 
 /// The busiest of `counts` ÷ their mean (1 for none).
 fn over_mean(counts: &[u64]) -> f64 {
-    let total: u64 = counts.iter().sum();
-    let busiest = counts.iter().copied().max().unwrap_or(0);
-    if total == 0 {
-        1.0
-    } else {
-        busiest as f64 * counts.len() as f64 / total as f64
-    }
+    let counts: Vec<f64> = counts.iter().map(|&count| count as f64).collect();
+    Spread::of(&counts).busiest_over_mean
 }
 
 /// The settings every process must share, checked.

@@ -5,6 +5,7 @@
 
 pub mod cluster;
 pub mod cpu;
+pub mod digest;
 pub mod driver;
 pub mod error;
 pub mod example_runs;
