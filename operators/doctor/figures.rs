@@ -2,13 +2,16 @@
 //! come: the records its input channels delivered here, the time it was
 //! scheduled here, and (for an arrangement) the records it holds here.
 //! One entry per operator and channel, of the dataflows running and the
-//! last [`KEPT_FINISHED`] finished: bounded however long a program runs.
+//! last [`KEPT_FINISHED`] finished, and per window of time (a [`Series`]):
+//! bounded however long a program runs.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use timely::logging::{StartStop, TimelyEvent};
+
+use super::series::Series;
 
 /// One operator's figures on one worker, as exchanged for the report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,12 +26,58 @@ pub(crate) struct OperatorFigures {
     /// Records its arrangement holds on this worker, if it has one: now,
     /// and the most at once.
     pub(crate) arranged: Option<(i64, i64)>,
-    /// Whether any of those records came from another worker.
-    pub(crate) exchanged: bool,
     /// The names of the operators its outputs feed.
     pub(crate) feeds: Vec<String>,
     /// The names of the operators that feed its inputs.
     pub(crate) fed_by: Vec<String>,
+}
+
+/// A channel's records delivered to this worker, as exchanged for the
+/// report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ChannelFigures {
+    /// The operator and output port it leaves (the scope's own address for
+    /// a scope's input).
+    pub(crate) source: (Vec<usize>, usize),
+    /// The operator and input port it enters (the scope's own address for
+    /// a scope's output).
+    pub(crate) target: (Vec<usize>, usize),
+    /// Records delivered here from each worker, by its index.
+    pub(crate) from: Vec<u64>,
+}
+
+/// One window's figures on this worker, as exchanged for the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct WindowFigures {
+    /// Its first period and the period after its last.
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    /// Records delivered to each operator (by address) that received any.
+    pub(crate) records: Vec<(Vec<usize>, u64)>,
+    /// Nanoseconds each operator (by address) was scheduled, where it was.
+    pub(crate) busy_ns: Vec<(Vec<usize>, u64)>,
+}
+
+/// Everything one worker's logs say, as exchanged for the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct WorkerFigures {
+    /// The operators that are not scopes.
+    pub(crate) operators: Vec<OperatorFigures>,
+    /// The scopes (dataflows included), by address, with their names.
+    pub(crate) scopes: Vec<(Vec<usize>, String)>,
+    /// Every channel that delivered records here.
+    pub(crate) channels: Vec<ChannelFigures>,
+    /// The windows' length, in seconds.
+    pub(crate) period_s: f64,
+    /// The figures per window, the oldest first.
+    pub(crate) windows: Vec<WindowFigures>,
+}
+
+/// A channel as logged on this worker: where it leaves and enters.
+#[derive(Debug, Clone)]
+struct Channel {
+    source: (Vec<usize>, usize),
+    target: (Vec<usize>, usize),
 }
 
 /// An operator as logged on this worker.
@@ -47,15 +96,16 @@ pub(crate) const KEPT_FINISHED: usize = 32;
 type Names<'a> = HashMap<&'a [usize], Vec<String>>;
 
 /// One worker's figures so far, fed by its timely and differential logs.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Figures {
     /// By the operator's worker-unique id.
     operators: HashMap<usize, Operator>,
-    /// Each channel's source and target operator addresses.
-    channels: HashMap<usize, (Vec<usize>, Vec<usize>)>,
-    /// Records each channel delivered here, and whether any came from
-    /// another worker.
-    delivered: HashMap<usize, (u64, bool)>,
+    /// Each channel's source and target.
+    channels: HashMap<usize, Channel>,
+    /// Records each channel delivered here, by the worker they came from.
+    delivered: HashMap<usize, Vec<u64>>,
+    /// The same, per window of time; and busy time per window.
+    series: Series,
     /// Operators being scheduled, innermost last, with when each started
     /// and how long its children ran since.
     running: Vec<(usize, Duration, Duration)>,
@@ -69,11 +119,18 @@ pub(crate) struct Figures {
 }
 
 impl Figures {
-    /// Figures that leave out the dataflows named `hide`.
-    pub(crate) fn hiding(hide: &'static str) -> Self {
+    /// Figures that leave out the dataflows named `hide`, with windows of
+    /// `period`.
+    pub(crate) fn hiding(hide: &'static str, period: Duration) -> Self {
         Figures {
+            operators: HashMap::new(),
+            channels: HashMap::new(),
+            delivered: HashMap::new(),
+            series: Series::new(period),
+            running: Vec::new(),
+            hidden: Vec::new(),
             hide,
-            ..Figures::default()
+            finished: VecDeque::new(),
         }
     }
 
@@ -106,18 +163,28 @@ impl Figures {
                 }
             }
             TimelyEvent::Channels(channel) if !self.hidden(&channel.scope_addr) => {
-                let at = |index: usize| {
+                // Index 0 is the scope itself: its inputs and outputs.
+                let at = |(index, port): (usize, usize)| {
                     let mut address = channel.scope_addr.clone();
-                    address.push(index);
-                    address
+                    if index > 0 {
+                        address.push(index);
+                    }
+                    (address, port)
                 };
-                self.channels
-                    .insert(channel.id, (at(channel.source.0), at(channel.target.0)));
+                let logged = Channel {
+                    source: at(channel.source),
+                    target: at(channel.target),
+                };
+                self.channels.insert(channel.id, logged);
             }
             TimelyEvent::Messages(message) if !message.is_send && self.channels.contains_key(&message.channel) => {
-                let delivered = self.delivered.entry(message.channel).or_default();
-                delivered.0 += message.record_count.max(0) as u64;
-                delivered.1 |= message.source != message.target;
+                let records = message.record_count.max(0) as u64;
+                let from = self.delivered.entry(message.channel).or_default();
+                if from.len() <= message.source {
+                    from.resize(message.source + 1, 0);
+                }
+                from[message.source] += records;
+                self.series.records(time, message.channel, records);
             }
             TimelyEvent::Schedule(schedule) => self.schedule(time, schedule.id, schedule.start_stop),
             TimelyEvent::Shutdown(shutdown) => self.shut_down(shutdown.id),
@@ -144,13 +211,18 @@ impl Figures {
     fn forget(&mut self, root: &[usize]) {
         self.operators.retain(|_, op| !op.address.starts_with(root));
         let delivered = &mut self.delivered;
-        self.channels.retain(|channel, (_, target)| {
-            let keep = !target.starts_with(root);
+        self.channels.retain(|channel, logged| {
+            let keep = !logged.target.0.starts_with(root);
             if !keep {
                 delivered.remove(channel);
             }
             keep
         });
+        let (operators, channels) = (&self.operators, &self.channels);
+        self.series.retain(
+            |channel| channels.contains_key(&channel),
+            |id| operators.contains_key(&id),
+        );
     }
 
     /// Operator `id` started or stopped at `time`: a stop charges the
@@ -166,7 +238,9 @@ impl Figures {
                 let (_, started, children) = self.running.remove(at);
                 let spent = time.saturating_sub(started);
                 if let Some(operator) = self.operators.get_mut(&id) {
-                    operator.busy += spent.saturating_sub(children);
+                    let own = spent.saturating_sub(children);
+                    operator.busy += own;
+                    self.series.busy(time, id, own);
                 }
                 if let Some(parent) = self.running.last_mut() {
                     parent.2 += spent;
@@ -185,41 +259,100 @@ impl Figures {
         }
     }
 
+    /// Everything this worker's logs said so far.
+    pub(crate) fn worker_figures(&self) -> WorkerFigures {
+        WorkerFigures {
+            operators: self.operators(),
+            scopes: self
+                .scopes()
+                .into_iter()
+                .map(|op| (op.address.clone(), op.name.clone()))
+                .collect(),
+            channels: self
+                .channels
+                .iter()
+                .filter_map(|(id, channel)| {
+                    let from = self.delivered.get(id)?.clone();
+                    Some(ChannelFigures {
+                        source: channel.source.clone(),
+                        target: channel.target.clone(),
+                        from,
+                    })
+                })
+                .collect(),
+            period_s: self.series.period().as_secs_f64(),
+            windows: self.windows(),
+        }
+    }
+
+    /// The operators that others are inside.
+    fn scopes(&self) -> Vec<&Operator> {
+        let parents: HashSet<&[usize]> = self
+            .operators
+            .values()
+            .filter_map(|op| op.address.split_last().map(|(_, parent)| parent))
+            .collect();
+        self.operators
+            .values()
+            .filter(|op| parents.contains(op.address.as_slice()))
+            .collect()
+    }
+
+    /// The windows, with each channel's records charged to the operator
+    /// it enters.
+    fn windows(&self) -> Vec<WindowFigures> {
+        let target = |channel: &usize| self.channels.get(channel).map(|c| c.target.0.clone());
+        self.series
+            .windows()
+            .into_iter()
+            .map(|(window, end)| {
+                let mut records: HashMap<Vec<usize>, u64> = HashMap::new();
+                for (channel, delivered) in &window.records {
+                    if let Some(address) = target(channel) {
+                        *records.entry(address).or_default() += delivered;
+                    }
+                }
+                let busy_ns = window
+                    .busy_ns
+                    .iter()
+                    .filter_map(|(id, busy)| Some((self.operators.get(id)?.address.clone(), *busy)))
+                    .collect();
+                WindowFigures {
+                    start: window.start,
+                    end,
+                    records: records.into_iter().collect(),
+                    busy_ns,
+                }
+            })
+            .collect()
+    }
+
     /// Every operator that is not a scope, with its figures, in address order.
     pub(crate) fn operators(&self) -> Vec<OperatorFigures> {
         let by_address: HashMap<&[usize], &Operator> =
             self.operators.values().map(|op| (op.address.as_slice(), op)).collect();
-        let mut records: HashMap<&[usize], (u64, bool)> = HashMap::new();
+        let mut records: HashMap<&[usize], u64> = HashMap::new();
         let (mut feeds, mut fed_by): (Names, Names) = Default::default();
-        for (channel, (source, target)) in &self.channels {
-            let (delivered, exchanged) = self.delivered.get(channel).copied().unwrap_or_default();
-            let records = records.entry(target.as_slice()).or_default();
-            records.0 += delivered;
-            records.1 |= exchanged;
-            if let Some(target) = by_address.get(target.as_slice()) {
-                feeds.entry(source.as_slice()).or_default().push(target.name.clone());
+        for (channel, Channel { source, target }) in &self.channels {
+            let (source, target) = (source.0.as_slice(), target.0.as_slice());
+            let from = self.delivered.get(channel).map_or(&[][..], Vec::as_slice);
+            *records.entry(target).or_default() += from.iter().sum::<u64>();
+            if let Some(target) = by_address.get(target) {
+                feeds.entry(source).or_default().push(target.name.clone());
             }
-            if let Some(source) = by_address.get(source.as_slice()) {
-                fed_by.entry(target.as_slice()).or_default().push(source.name.clone());
+            if let Some(source) = by_address.get(source) {
+                fed_by.entry(target).or_default().push(source.name.clone());
             }
         }
-        // A scope is an operator that others are inside.
-        let parents: HashSet<&[usize]> = by_address
-            .keys()
-            .filter_map(|address| address.split_last().map(|(_, parent)| parent))
-            .collect();
-        let scope = |address: &[usize]| parents.contains(address);
+        let scopes: HashSet<&[usize]> = self.scopes().iter().map(|op| op.address.as_slice()).collect();
         let mut operators: Vec<OperatorFigures> = self
             .operators
             .values()
-            .filter(|op| !scope(&op.address))
+            .filter(|op| !scopes.contains(op.address.as_slice()))
             .map(|op| OperatorFigures {
                 address: op.address.clone(),
                 name: op.name.clone(),
-                records: records.get(op.address.as_slice()).map_or(0, |&(records, _)| records),
-                exchanged: records
-                    .get(op.address.as_slice())
-                    .is_some_and(|&(_, exchanged)| exchanged),
+                records: records.get(op.address.as_slice()).copied().unwrap_or_default(),
                 busy_ns: op.busy.as_nanos() as u64,
                 arranged: op.arranged,
                 feeds: feeds.remove(op.address.as_slice()).unwrap_or_default(),
@@ -257,7 +390,7 @@ mod tests {
 
     #[test]
     fn records_time_and_arrangements_by_operator_with_scopes_and_hidden_dataflows_left_out() {
-        let mut figures = Figures::hiding("Hidden");
+        let mut figures = Figures::hiding("Hidden", Duration::from_secs(1));
         let at = |ms: u64| Duration::from_millis(ms);
         for event in [
             operates(1, &[0, 1], "Source"),
@@ -303,7 +436,12 @@ mod tests {
         let names: Vec<&str> = operators.iter().map(|op| op.name.as_str()).collect();
         assert_eq!(names, ["Source", "Arrange"]);
         let arrange = &operators[1];
-        assert_eq!((arrange.records, arrange.exchanged), (42, true));
+        assert_eq!(arrange.records, 42);
+        let channel = &figures.worker_figures().channels[0];
+        assert_eq!(
+            (&channel.source, &channel.target, &channel.from),
+            (&(vec![0, 1], 0), &(vec![0, 2], 0), &vec![12, 30])
+        );
         assert_eq!(arrange.busy_ns, 4_000_000);
         assert_eq!(operators[0].feeds, ["Arrange"]);
         #[cfg(feature = "differential")]
@@ -312,7 +450,7 @@ mod tests {
 
     #[test]
     fn only_the_last_finished_dataflows_are_kept() {
-        let mut figures = Figures::hiding("Hidden");
+        let mut figures = Figures::hiding("Hidden", Duration::from_secs(1));
         let built = KEPT_FINISHED + 8;
         for dataflow in 0..built {
             let (root, op) = (2 * dataflow, 2 * dataflow + 1);

@@ -44,20 +44,35 @@
 //! unless the program already does. A program that never registers pays
 //! nothing.
 
+mod edges;
 mod figures;
+mod key_shares;
+mod keys;
 mod report;
+mod series;
+mod spread;
+mod timeline;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
+use std::time::Duration;
 
-use timely::logging::TimelyEventBuilder;
+use timely::container::CapacityContainerBuilder;
+use timely::logging_core::Registry;
 use timely::worker::Worker;
 
-pub use report::{OperatorReport, Report, Spread};
+pub use edges::{ChannelReport, Origin};
+pub use key_shares::{KeyShare, KeysReport};
+#[cfg(feature = "differential")]
+pub use keys::SampleCollectionKeys;
+pub use keys::{KeysEvent, KeysEventBuilder, SampleKeys, SampledKey, LOG_NAME};
+pub use report::{OperatorReport, Report};
+pub use spread::Spread;
+pub use timeline::{OperatorWindow, Window};
 
 use crate::common::gather::gather_at_first_worker;
-use figures::{Figures, OperatorFigures};
+use figures::{Figures, WorkerFigures};
 
 /// The name of the doctor's own dataflows, which it leaves out.
 const DOCTOR: &str = "EquipoiseDoctor";
@@ -65,62 +80,140 @@ const DOCTOR: &str = "EquipoiseDoctor";
 /// Hot keys by hash, with the workers each was split over or combined on.
 type HotKeys = BTreeMap<u64, BTreeSet<usize>>;
 
+/// Key samplers' latest events on this worker, by the sampler's address.
+type Samples = BTreeMap<Vec<usize>, KeysEvent>;
+
+/// Most hot keys kept: the skew-proof operators split at most 4 096.
+const MAX_HOT_KEYS: usize = 4096;
+
+/// Most key samplers kept.
+const MAX_SAMPLES: usize = 1024;
+
+/// What the doctor gathers, and over which windows of time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    /// Whether to size each arrangement (from differential's log, which
+    /// also logs every change of every arrangement's batcher: on one
+    /// worker it can cost a differential join 8 % of its updates/s; records
+    /// and time cost nothing measurable). Default: yes.
+    pub arrangements: bool,
+    /// The length of the report's windows of time (`Report::windows`).
+    /// Default: one second.
+    pub period: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            arrangements: true,
+            period: Duration::from_secs(1),
+        }
+    }
+}
+
+impl Settings {
+    /// These settings, without the arrangements' sizes.
+    pub fn without_arrangements(self) -> Self {
+        Settings {
+            arrangements: false,
+            ..self
+        }
+    }
+
+    /// These settings, with windows of `period`.
+    pub fn with_period(self, period: Duration) -> Self {
+        Settings { period, ..self }
+    }
+}
+
 /// One worker's handle on the figures its logs gather.
 pub struct Doctor {
     figures: Rc<RefCell<Figures>>,
     hot_keys: Rc<RefCell<HotKeys>>,
+    samples: Rc<RefCell<Samples>>,
 }
 
-/// Starts gathering this worker's figures: call on every worker before
-/// building the dataflows to report on.
+/// Starts gathering this worker's figures, with the default [`Settings`]:
+/// call on every worker before building the dataflows to report on.
 pub fn register(worker: &mut Worker) -> Doctor {
-    register_gathering(worker, true)
+    register_with(worker, Settings::default())
 }
 
-/// [`register`], without the records each arrangement holds: their source,
-/// differential's log, also logs every change of every arrangement's
-/// batcher, which on one worker can cost a differential join 8 % of its
-/// updates/s (records and time cost nothing measurable).
+/// [`register`], without the records each arrangement holds (see
+/// [`Settings::arrangements`]).
 pub fn register_without_arrangements(worker: &mut Worker) -> Doctor {
-    register_gathering(worker, false)
+    register_with(worker, Settings::default().without_arrangements())
 }
 
-/// Registers the loggers: timely's, and with `arrangements` differential's.
-fn register_gathering(worker: &mut Worker, arrangements: bool) -> Doctor {
-    let figures = Rc::new(RefCell::new(Figures::hiding(DOCTOR)));
-    let hot_keys = Rc::new(RefCell::new(HotKeys::new()));
+/// [`register`], with `settings`.
+pub fn register_with(worker: &mut Worker, settings: Settings) -> Doctor {
+    let doctor = Doctor {
+        figures: Rc::new(RefCell::new(Figures::hiding(DOCTOR, settings.period))),
+        hot_keys: Rc::new(RefCell::new(HotKeys::new())),
+        samples: Rc::new(RefCell::new(Samples::new())),
+    };
     if let Some(mut register) = worker.log_register() {
-        let timely = Rc::clone(&figures);
-        register.insert::<TimelyEventBuilder, _>("timely", move |_, events| {
+        let timely = Rc::clone(&doctor.figures);
+        chain::<timely::logging::TimelyEvent>(&mut register, "timely", move |events| {
             let mut figures = timely.borrow_mut();
-            for (time, event) in events.iter().flatten() {
+            for (time, event) in events {
                 figures.timely(*time, event);
             }
         });
+        let samples = Rc::clone(&doctor.samples);
+        chain::<KeysEvent>(&mut register, LOG_NAME, move |events| {
+            let mut samples = samples.borrow_mut();
+            for (_, event) in events {
+                if samples.len() < MAX_SAMPLES || samples.contains_key(&event.address) {
+                    samples.insert(event.address.clone(), event.clone());
+                }
+            }
+        });
         #[cfg(feature = "differential")]
-        listen_to_differential(&mut register, arrangements.then_some(&figures), &hot_keys);
-        #[cfg(not(feature = "differential"))]
-        let _ = arrangements;
+        listen_to_differential(
+            &mut register,
+            settings.arrangements.then_some(&doctor.figures),
+            &doctor.hot_keys,
+        );
     }
-    Doctor { figures, hot_keys }
+    doctor
+}
+
+/// Registers `action` on the batches of events logged under `name`,
+/// passing them on to the logger the program registered there before, if
+/// any: it receives them as the doctor does, stamped with the time they
+/// reach it (at the end of the worker's step at the latest).
+fn chain<E: Clone + 'static>(register: &mut Registry, name: &str, mut action: impl FnMut(&[(Duration, E)]) + 'static) {
+    let before = register.get::<CapacityContainerBuilder<Vec<(Duration, E)>>>(name);
+    register.insert::<CapacityContainerBuilder<Vec<(Duration, E)>>, _>(name, move |_, batch| match batch {
+        Some(events) => {
+            action(events);
+            if let Some(before) = &before {
+                before.log_many(events.iter().map(|(_, event)| event.clone()));
+            }
+        }
+        None => {
+            if let Some(before) = &before {
+                before.flush();
+            }
+        }
+    });
 }
 
 /// Arrangements' records (into `figures`, if given), and the skew-proof
 /// operators' hot keys.
 #[cfg(feature = "differential")]
 fn listen_to_differential(
-    register: &mut timely::logging_core::Registry,
+    register: &mut Registry,
     figures: Option<&Rc<RefCell<Figures>>>,
     hot_keys: &Rc<RefCell<HotKeys>>,
 ) {
-    use crate::skew::{SkewEvent, SkewEventBuilder, SKEW_LOG_NAME};
-    use differential_dataflow::logging::{DifferentialEvent, DifferentialEventBuilder};
-    /// Most hot keys kept: the skew-proof operators split at most 4 096.
-    const MAX_HOT_KEYS: usize = 4096;
+    use crate::skew::{SkewEvent, SKEW_LOG_NAME};
+    use differential_dataflow::logging::DifferentialEvent;
     if let Some(arranged) = figures.map(Rc::clone) {
-        register.insert::<DifferentialEventBuilder, _>("differential/arrange", move |_, events| {
+        chain::<DifferentialEvent>(register, "differential/arrange", move |events| {
             let mut figures = arranged.borrow_mut();
-            for (_, event) in events.iter().flatten() {
+            for (_, event) in events {
                 // Batches in, merges (the merged in for the inputs), drops out.
                 match event {
                     DifferentialEvent::Batch(batch) => figures.arranged(batch.operator, batch.length as i64),
@@ -136,14 +229,10 @@ fn listen_to_differential(
             }
         });
     }
-    if register.get::<SkewEventBuilder>(SKEW_LOG_NAME).is_some() {
-        // The program listens itself: the report goes without hot keys.
-        return;
-    }
     let hot = Rc::clone(hot_keys);
-    register.insert::<SkewEventBuilder, _>(SKEW_LOG_NAME, move |_, events| {
+    chain::<SkewEvent>(register, SKEW_LOG_NAME, move |events| {
         let mut hot = hot.borrow_mut();
-        for (_, event) in events.iter().flatten() {
+        for (_, event) in events {
             let found: Vec<(u64, usize)> = match event {
                 SkewEvent::Hot { key, workers, .. } => workers.iter().map(|&worker| (*key, worker)).collect(),
                 SkewEvent::Combined { worker, keys } => keys.iter().map(|&key| (key, *worker)).collect(),
@@ -170,32 +259,34 @@ impl Doctor {
         // Earlier reports' dataflows are built: what they log is dropped.
         self.figures.borrow_mut().forget_hidden();
         let mine: Gathered = (
-            self.figures.borrow().operators(),
+            self.figures.borrow().worker_figures(),
             self.hot_keys
                 .borrow()
                 .iter()
                 .map(|(&key, workers)| (key, workers.iter().copied().collect::<Vec<_>>()))
                 .collect::<Vec<_>>(),
+            self.samples.borrow().values().cloned().collect(),
         );
-        let mut gathered = gather_at_first_worker(worker, DOCTOR, mine);
+        let gathered = gather_at_first_worker(worker, DOCTOR, mine);
         if worker.index() != 0 {
             return None;
         }
-        let mut hot_keys = HotKeys::new();
-        for (key, workers) in gathered.iter_mut().flat_map(|(_, hot)| hot.drain(..)) {
-            hot_keys.entry(key).or_default().extend(workers);
+        let (mut figures, mut hot_keys, mut samples) = (Vec::new(), HotKeys::new(), Vec::new());
+        for (worker_figures, hot, sampled) in gathered {
+            figures.push(worker_figures);
+            for (key, workers) in hot {
+                hot_keys.entry(key).or_default().extend(workers);
+            }
+            samples.extend(sampled);
         }
         let hot_keys = hot_keys
             .into_iter()
             .map(|(key, workers)| (key, workers.into_iter().collect()))
             .collect();
-        Some(Report::new(
-            gathered.into_iter().map(|(figures, _)| figures).collect(),
-            hot_keys,
-        ))
+        Some(Report::new(figures, hot_keys, samples))
     }
 }
 
-/// What a worker sends for the report: its operators' figures and the hot
-/// keys it saw.
-type Gathered = (Vec<OperatorFigures>, Vec<(u64, Vec<usize>)>);
+/// What a worker sends for the report: its figures, the hot keys it saw
+/// and its key samplers' latest events.
+type Gathered = (WorkerFigures, Vec<(u64, Vec<usize>)>, Vec<KeysEvent>);

@@ -1,50 +1,20 @@
 //! The report: each operator's figures over every worker, how uneven each
 //! is (the busiest worker over the mean), what that costs (the busiest
-//! worker's excess over the mean), and where an equipoise operator would
-//! help.
+//! worker's excess over the mean), where the skew comes from, and where an
+//! equipoise operator would help; with the dataflow's scopes and edges,
+//! the figures per window of time, and the keys sampled.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::figures::OperatorFigures;
-
-/// How uneven one figure is over the workers.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Spread {
-    /// The worker with the most.
-    pub busiest: usize,
-    /// The busiest worker's over the mean (1 where the mean is 0).
-    pub busiest_over_mean: f64,
-    /// The busiest worker's excess over the mean, in the figure's unit:
-    /// what the unevenness costs, as the other workers wait for it.
-    pub excess: f64,
-}
-
-impl Spread {
-    /// The spread of `values`, one per worker.
-    pub fn of(values: &[f64]) -> Spread {
-        let (busiest, most) =
-            values.iter().copied().enumerate().fold(
-                (0, f64::MIN),
-                |best, (worker, value)| if value > best.1 { (worker, value) } else { best },
-            );
-        let mean = values.iter().sum::<f64>() / values.len().max(1) as f64;
-        if values.is_empty() || mean <= 0.0 {
-            return Spread {
-                busiest,
-                busiest_over_mean: 1.0,
-                excess: 0.0,
-            };
-        }
-        Spread {
-            busiest,
-            busiest_over_mean: most / mean,
-            excess: most - mean,
-        }
-    }
-}
+use super::edges::{self, ChannelReport, Origin, UNEVEN};
+use super::figures::{OperatorFigures, WorkerFigures};
+use super::key_shares::{self, KeysReport};
+use super::keys::KeysEvent;
+use super::spread::Spread;
+use super::timeline::{self, OperatorWindow, Window};
 
 /// One operator over every worker.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -71,9 +41,13 @@ pub struct OperatorReport {
     /// The busiest worker's records over the mean (the time's, for an
     /// operator that receives none).
     pub busiest_over_mean: f64,
-    /// An equipoise operator that would even it out, where its records
-    /// are uneven.
+    /// Where its skew comes from, where its records are uneven.
+    pub origin: Option<Origin>,
+    /// An equipoise operator that would even it out, where its input's
+    /// exchange makes its records uneven.
     pub hint: Option<String>,
+    /// Its figures in each of the report's windows.
+    pub series: Vec<OperatorWindow>,
 }
 
 /// Every operator's figures over every worker, the costliest skew first.
@@ -88,47 +62,46 @@ pub struct Report {
     /// differential's exchange routes them), each with the workers it was
     /// split over or combined on.
     pub hot_keys: Vec<(u64, Vec<usize>)>,
+    /// The scopes the operators are in (each dataflow's included), by
+    /// address, with their names.
+    pub scopes: Vec<(Vec<usize>, String)>,
+    /// Every channel that carried records, with the records between each
+    /// pair of workers.
+    pub channels: Vec<ChannelReport>,
+    /// The windows of time of every operator's `series`, the oldest first:
+    /// of the period the doctor was registered with, the older ones
+    /// merged into longer ones.
+    pub windows: Vec<Window>,
+    /// The places whose keys were sampled (`SampleKeys`), with their
+    /// heaviest keys.
+    pub keys: Vec<KeysReport>,
 }
 
 /// The operators the table shows: the costliest.
 const SHOWN: usize = 12;
 
-/// Above this busiest over mean, an operator is uneven enough for a hint.
-const UNEVEN: f64 = 1.2;
-
 impl Report {
-    /// The report of `workers`' figures (each worker's, in worker order)
-    /// and the hot keys found.
-    pub(crate) fn new(workers: Vec<Vec<OperatorFigures>>, hot_keys: Vec<(u64, Vec<usize>)>) -> Report {
+    /// The report of `workers`' figures (each worker's, in worker order),
+    /// the hot keys found and the key samplers' latest events.
+    pub(crate) fn new(
+        workers: Vec<WorkerFigures>,
+        hot_keys: Vec<(u64, Vec<usize>)>,
+        samples: Vec<KeysEvent>,
+    ) -> Report {
         let peers = workers.len();
-        let mut by_address: BTreeMap<Vec<usize>, OperatorReport> = BTreeMap::new();
-        for (worker, figures) in workers.into_iter().enumerate() {
-            for figure in figures {
-                let report = by_address
-                    .entry(figure.address.clone())
-                    .or_insert_with(|| OperatorReport {
-                        name: figure.name.clone(),
-                        address: figure.address.clone(),
-                        records: vec![0; peers],
-                        busy_s: vec![0.0; peers],
-                        arranged: None,
-                        arranged_now: None,
-                        records_spread: Spread::of(&[]),
-                        busy_spread: Spread::of(&[]),
-                        arranged_spread: None,
-                        busiest_over_mean: 1.0,
-                        hint: hint(&figure),
-                    });
-                report.records[worker] = figure.records;
-                report.busy_s[worker] = figure.busy_ns as f64 / 1e9;
-                if let Some((now, most)) = figure.arranged {
-                    report.arranged.get_or_insert_with(|| vec![0; peers])[worker] = most;
-                    report.arranged_now.get_or_insert_with(|| vec![0; peers])[worker] = now;
-                }
-                report.hint = report.hint.take().or_else(|| hint(&figure));
-            }
-        }
-        let mut operators: Vec<OperatorReport> = by_address.into_values().map(spread).collect();
+        let (windows, mut series) = timeline::align(&workers);
+        let channels = edges::channels(&workers);
+        let mut scopes: Vec<(Vec<usize>, String)> = workers.iter().flat_map(|w| w.scopes.iter().cloned()).collect();
+        scopes.sort();
+        scopes.dedup_by(|a, b| a.0 == b.0);
+        let mut operators: Vec<OperatorReport> = merge(workers.into_iter().map(|w| w.operators).collect())
+            .into_values()
+            .map(|mut report| {
+                report.series = series.remove(&report.address).unwrap_or_default();
+                report.origin = edges::origin(&report.address, &channels, peers);
+                spread(report)
+            })
+            .collect();
         // A hint only where the records matter: a hundredth of the most
         // any operator received, or more.
         let most = operators
@@ -151,6 +124,10 @@ impl Report {
             workers: peers,
             operators,
             hot_keys,
+            scopes,
+            channels,
+            windows,
+            keys: key_shares::merge(samples, peers),
         }
     }
 
@@ -158,6 +135,48 @@ impl Report {
     pub fn operator(&self, name: &str) -> Option<&OperatorReport> {
         self.operators.iter().find(|op| op.name == name)
     }
+
+    /// The keys sampled at the place named `place` (the first of that
+    /// name).
+    pub fn keys(&self, place: &str) -> Option<&KeysReport> {
+        self.keys.iter().find(|keys| keys.place == place)
+    }
+}
+
+/// Each operator's figures over the workers, by address, from each
+/// worker's (in worker order).
+fn merge(workers: Vec<Vec<OperatorFigures>>) -> BTreeMap<Vec<usize>, OperatorReport> {
+    let peers = workers.len();
+    let mut by_address: BTreeMap<Vec<usize>, OperatorReport> = BTreeMap::new();
+    for (worker, figures) in workers.into_iter().enumerate() {
+        for figure in figures {
+            let report = by_address
+                .entry(figure.address.clone())
+                .or_insert_with(|| OperatorReport {
+                    name: figure.name.clone(),
+                    address: figure.address.clone(),
+                    records: vec![0; peers],
+                    busy_s: vec![0.0; peers],
+                    arranged: None,
+                    arranged_now: None,
+                    records_spread: Spread::of(&[]),
+                    busy_spread: Spread::of(&[]),
+                    arranged_spread: None,
+                    busiest_over_mean: 1.0,
+                    origin: None,
+                    hint: hint(&figure),
+                    series: Vec::new(),
+                });
+            report.records[worker] = figure.records;
+            report.busy_s[worker] = figure.busy_ns as f64 / 1e9;
+            if let Some((now, most)) = figure.arranged {
+                report.arranged.get_or_insert_with(|| vec![0; peers])[worker] = most;
+                report.arranged_now.get_or_insert_with(|| vec![0; peers])[worker] = now;
+            }
+            report.hint = report.hint.take().or_else(|| hint(&figure));
+        }
+    }
+    by_address
 }
 
 /// `report` with its spreads, and its hint kept only where it is uneven.
@@ -174,10 +193,11 @@ fn spread(mut report: OperatorReport) -> OperatorReport {
     } else {
         report.busy_spread.busiest_over_mean
     };
-    // Even, or every record on one worker: a gather by design (a
-    // coordinator, a final merge), which no repartitioning evens out.
+    // Even, inherited from upstream, or every record on one worker: a
+    // gather by design (a coordinator, a final merge), which no
+    // repartitioning evens out.
     let receivers = report.records.iter().filter(|&&r| r > 0).count();
-    if report.records_spread.busiest_over_mean < UNEVEN || receivers == 1 {
+    if report.records_spread.busiest_over_mean < UNEVEN || receivers == 1 || report.origin != Some(Origin::Exchange) {
         report.hint = None;
     }
     report
@@ -209,12 +229,9 @@ fn hint(figure: &OperatorFigures) -> Option<String> {
          in a loop, `skew_combine` (SkewReduce) sums equal records before it"
     } else if name.contains("Arrange") {
         "a skewed arrangement: the skew-proof operator in place of what reads it"
-    } else if figure.exchanged {
+    } else {
         "records keyed for aggregation: a PKG pact (equipoise::pkg) splits each key over two workers; \
          spatial data: SWARM (equipoise::swarm)"
-    } else {
-        // Uneven where its input was produced: the skew is upstream.
-        return None;
     };
     Some(hint.to_owned())
 }
@@ -285,34 +302,33 @@ mod tests {
             records,
             busy_ns: records * 1000,
             arranged: None,
-            exchanged: true,
             feeds: feeds.iter().map(|feed| feed.to_string()).collect(),
             fed_by: Vec::new(),
         }
     }
 
     #[test]
-    fn the_busiest_worker_and_its_excess() {
-        let spread = Spread::of(&[1.0, 5.0, 2.0, 0.0]);
-        assert_eq!(spread.busiest, 1);
-        assert!((spread.busiest_over_mean - 2.5).abs() < 1e-9);
-        assert!((spread.excess - 3.0).abs() < 1e-9);
-        assert_eq!(Spread::of(&[0.0, 0.0]).busiest_over_mean, 1.0);
-    }
-
-    #[test]
     fn operators_merge_by_address_and_the_costliest_comes_first() {
-        let workers = vec![
-            vec![
-                figures("ArrangeByKey", &[0, 2], 100, &["Join"]),
+        // Each worker sends 200 records to the arrangement; worker 1
+        // receives 300 of them.
+        let worker = |arranged: u64, from: Vec<u64>| WorkerFigures {
+            operators: vec![
+                figures("ArrangeByKey", &[0, 2], arranged, &["Join"]),
                 figures("Map", &[0, 1], 50, &[]),
             ],
-            vec![
-                figures("ArrangeByKey", &[0, 2], 300, &["Join"]),
-                figures("Map", &[0, 1], 50, &[]),
-            ],
-        ];
-        let report = Report::new(workers, Vec::new());
+            scopes: vec![(vec![0], "Dataflow".into())],
+            channels: vec![super::super::figures::ChannelFigures {
+                source: (vec![0, 1], 0),
+                target: (vec![0, 2], 0),
+                from,
+            }],
+            period_s: 1.0,
+            windows: Vec::new(),
+        };
+        let workers = vec![worker(100, vec![50, 50]), worker(300, vec![150, 150])];
+        let report = Report::new(workers, Vec::new(), Vec::new());
+        assert_eq!(report.operators[0].origin, Some(Origin::Exchange));
+        assert_eq!(report.channels[0].sent, [200, 200]);
         assert_eq!(report.operators[0].name, "ArrangeByKey");
         assert_eq!(report.operators[0].records, vec![100, 300]);
         assert_eq!(report.operators[0].records_spread.busiest, 1);

@@ -8,7 +8,7 @@
 
 use differential_dataflow::input::Input;
 use differential_dataflow::Hashable;
-use equipoise::doctor::{self, Doctor, Report};
+use equipoise::doctor::{self, Doctor, Report, SampleKeys};
 use equipoise::skew::SkewReduce;
 use timely::logging::TimelyEventBuilder;
 use timely::worker::Worker;
@@ -54,6 +54,11 @@ fn count_report_by(
         first.zip(second)
     })
     .unwrap();
+    at_worker_0(guards)
+}
+
+/// What worker 0 returned (the others return `None`).
+fn at_worker_0<T: Send>(guards: timely::communication::WorkerGuards<Option<T>>) -> T {
     guards
         .join()
         .into_iter()
@@ -271,4 +276,152 @@ fn the_word_count_and_spatial_examples_write_their_reports() {
         .map(|r| r.as_u64().unwrap())
         .sum();
     assert!(routed >= 20_000, "{routed}");
+}
+
+/// The key of record `i` in a program of the user's own: key 0 brings
+/// half the records, the others one record each, spread over any number
+/// of workers.
+fn user_key(i: u64) -> u64 {
+    if i.is_multiple_of(2) {
+        0
+    } else {
+        i / 2 + 1
+    }
+}
+
+/// What a program of the user's own saw through its own `timely` logger,
+/// registered before the doctor: operators named and records received.
+#[derive(Default)]
+struct OwnLog {
+    operators: Vec<String>,
+    received: u64,
+}
+
+/// An operator named `name` that passes its records on, exchanged by `route`.
+fn pass<'scope>(
+    name: &str,
+    route: fn(&u64) -> u64,
+    stream: timely::dataflow::StreamVec<'scope, u64, u64>,
+) -> timely::dataflow::StreamVec<'scope, u64, u64> {
+    use timely::dataflow::channels::pact::Exchange;
+    use timely::dataflow::operators::generic::Operator;
+    use timely::dataflow::operators::Inspect;
+    stream
+        .unary(Exchange::new(route), name, |_, _| {
+            |input, output| {
+                input.for_each(|cap, data| output.session(&cap).give_container(data));
+            }
+        })
+        .inspect(|_: &u64| ())
+}
+
+/// A program of the user's own: two timely operators of its own, one
+/// exchanging on a key that brings half the records (sampled), one on a
+/// uniform key, on `workers` workers, with its own logger registered
+/// before the doctor, in windows of `period`.
+fn user_program(workers: usize, period: std::time::Duration) -> (Report, OwnLog) {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use timely::dataflow::operators::ToStream;
+    use timely::logging::TimelyEvent;
+
+    let guards = timely::execute(timely::Config::process(workers), move |worker| {
+        let own = Rc::new(RefCell::new(OwnLog::default()));
+        let sink = Rc::clone(&own);
+        worker
+            .log_register()
+            .unwrap()
+            .insert::<TimelyEventBuilder, _>("timely", move |_, batch| {
+                let mut own = sink.borrow_mut();
+                for (_, event) in batch.iter().flatten() {
+                    match event {
+                        TimelyEvent::Operates(op) => own.operators.push(op.name.clone()),
+                        TimelyEvent::Messages(m) if !m.is_send => own.received += m.record_count as u64,
+                        _ => {}
+                    }
+                }
+            });
+        let doctor = doctor::register_with(worker, doctor::Settings::default().with_period(period));
+        let (index, peers) = (worker.index() as u64, worker.peers() as u64);
+        worker.dataflow::<u64, _, _>(|scope| {
+            let records = (index..RECORDS).step_by(peers as usize).to_stream(scope);
+            let sampled = records
+                .clone()
+                .sample_keys("skewed", |i: &u64| user_key(*i), |key: &u64| *key);
+            pass("Hot", |i| user_key(*i), sampled);
+            pass("Uniform", |i| *i, records);
+        });
+        while worker.step() {}
+        let report = doctor.report(worker);
+        // The program's own logger is flushed with the registry: it has
+        // received everything by now.
+        worker.log_register().unwrap().flush();
+        let own = own.take();
+        report.map(|report| (report, own))
+    })
+    .unwrap();
+    at_worker_0(guards)
+}
+
+#[test]
+fn a_users_own_operators_keys_edges_and_windows_are_reported_beside_its_own_logger() {
+    use std::time::Duration;
+    for workers in 1..=4usize {
+        let (report, own) = user_program(workers, Duration::from_millis(2));
+        let skewed = report.operator("Hot").expect("the hot operator");
+        let uniform = report.operator("Uniform").expect("the uniform operator");
+        // Brute force: what each worker sends and receives.
+        let (mut sent, mut received) = (vec![0u64; workers], vec![0u64; workers]);
+        for i in 0..RECORDS {
+            sent[(i % workers as u64) as usize] += 1;
+            received[(user_key(i) % workers as u64) as usize] += 1;
+        }
+        assert_eq!(skewed.records, received, "{workers} workers");
+        let edge = report
+            .channels
+            .iter()
+            .find(|channel| channel.target.0 == skewed.address)
+            .expect("the skewed operator's input");
+        assert_eq!((&edge.sent, &edge.received), (&sent, &received));
+        let crossed: u64 = edge
+            .between
+            .iter()
+            .filter(|(from, to, _)| from != to)
+            .map(|e| e.2)
+            .sum();
+        if workers > 1 {
+            assert_eq!(skewed.records_spread.busiest, 0);
+            assert_eq!(skewed.origin, Some(doctor::Origin::Exchange));
+            assert!(skewed.hint.is_some());
+            assert!(crossed > 0);
+        } else {
+            assert_eq!((skewed.origin, crossed), (None, 0));
+        }
+        assert!(uniform.busiest_over_mean < 1.1, "{:?}", uniform.records);
+        assert_eq!((uniform.origin, &uniform.hint), (None, &None));
+        // The key: named, at half the records, on its worker (0 % workers).
+        let keys = report.keys("skewed").expect("sampled");
+        assert_eq!((keys.keys[0].key.as_str(), keys.keys[0].worker), ("0", 0));
+        assert!((keys.keys[0].share - 0.5).abs() < 0.01, "{}", keys.keys[0].share);
+        assert_eq!(keys.landed, received);
+        // The windows add up to the whole run, per worker.
+        let mut windowed = vec![0u64; workers];
+        for window in &skewed.series {
+            for (worker, records) in window.records.iter().enumerate() {
+                windowed[worker] += records;
+            }
+        }
+        assert_eq!(windowed, skewed.records);
+        assert_eq!(skewed.series.len(), report.windows.len());
+        // Worker 0's own logger kept receiving: its operators, and the
+        // records the doctor counted on every channel into worker 0 (and
+        // those of the doctor's own dataflow, which the report leaves out).
+        assert!(own.operators.iter().any(|name| name == "Hot"), "{:?}", own.operators);
+        let reported: u64 = report.channels.iter().map(|c| c.received[0]).sum();
+        assert!(
+            (reported..=reported + 4 * workers as u64).contains(&own.received),
+            "{} {reported}",
+            own.received
+        );
+    }
 }

@@ -1,0 +1,311 @@
+//! Which keys make a place skewed: a pass-through operator that samples the
+//! keys of the records passing, and the worker each lands on, and logs its
+//! worker's heaviest keys, named by their `Debug` form, under
+//! [`LOG_NAME`]. The skew report lists them per sampled place.
+//!
+//! Each worker keeps a SpaceSaving summary of [`COUNTERS`] counters over
+//! the keys' hashes, the keys that are in it, and its records per landing
+//! worker: bounded however long a program runs.
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::StreamVec;
+use timely::progress::Timestamp;
+
+use crate::common::hash::key_hash;
+use crate::pkg::sim::SpaceSaving;
+
+/// The name the doctor's own events are logged under: the key samplers'.
+pub const LOG_NAME: &str = "equipoise/doctor";
+
+/// The container builder of [`LOG_NAME`]'s log.
+pub type KeysEventBuilder = CapacityContainerBuilder<Vec<(Duration, KeysEvent)>>;
+
+/// Counters of each worker's summary: keys with more than 1/64 of a
+/// worker's records are always among them.
+pub(crate) const COUNTERS: usize = 64;
+
+/// Keys each event names, the heaviest first.
+const NAMED: usize = 10;
+
+/// A sampler logs again after this many records even if its input's
+/// frontier has not moved.
+const LOG_EVERY: u64 = 1 << 16;
+
+/// What one worker's key sampler has seen so far.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeysEvent {
+    /// The name the program gave the place.
+    pub place: String,
+    /// The sampler's address in the dataflow.
+    pub address: Vec<usize>,
+    /// The sampling worker.
+    pub worker: usize,
+    /// Records it has seen.
+    pub records: u64,
+    /// Of those, how many land on each worker, by index.
+    pub landed: Vec<u64>,
+    /// Its heaviest keys, the heaviest first.
+    pub keys: Vec<SampledKey>,
+}
+
+/// One key as a worker's sampler counted it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampledKey {
+    /// Its `Debug` form.
+    pub key: String,
+    /// Its hash, the same on every worker.
+    pub hash: u64,
+    /// Its records on this worker: at most this many...
+    pub records: u64,
+    /// ... and at least `records - error`.
+    pub error: u64,
+    /// The worker it lands on.
+    pub worker: usize,
+}
+
+/// One worker's sample of a place's keys: a pure summary, fed record by
+/// record.
+#[derive(Debug)]
+pub(crate) struct KeySample<K> {
+    sketch: SpaceSaving,
+    /// The keys in the summary (and some evicted, pruned in bulk).
+    names: HashMap<u64, (K, usize)>,
+    landed: Vec<u64>,
+}
+
+impl<K: Debug> KeySample<K> {
+    pub(crate) fn new(peers: usize) -> Self {
+        KeySample {
+            sketch: SpaceSaving::new(COUNTERS),
+            names: HashMap::new(),
+            landed: vec![0; peers.max(1)],
+        }
+    }
+
+    /// Counts one record of `key`, whose hash is `hash` and whose route
+    /// (as timely's exchange takes it) is `route`.
+    pub(crate) fn observe(&mut self, key: K, hash: u64, route: u64) {
+        let worker = (route % self.landed.len() as u64) as usize;
+        self.landed[worker] += 1;
+        let counter = self.sketch.insert(hash);
+        // Its first record since it entered the summary: name it.
+        if counter.count == counter.error + 1 {
+            self.names.insert(hash, (key, worker));
+            if self.names.len() > 4 * COUNTERS {
+                let sketch = &self.sketch;
+                self.names.retain(|hash, _| sketch.counter(*hash).is_some());
+            }
+        }
+    }
+
+    pub(crate) fn records(&self) -> u64 {
+        self.sketch.seen()
+    }
+
+    /// The event naming the heaviest keys so far.
+    pub(crate) fn event(&self, place: &str, address: &[usize], worker: usize) -> KeysEvent {
+        let keys = self
+            .sketch
+            .counters()
+            .into_iter()
+            .take(NAMED)
+            .filter_map(|counter| {
+                let (key, worker) = self.names.get(&counter.key)?;
+                Some(SampledKey {
+                    key: format!("{key:?}"),
+                    hash: counter.key,
+                    records: counter.count,
+                    error: counter.error,
+                    worker: *worker,
+                })
+            })
+            .collect();
+        KeysEvent {
+            place: place.to_owned(),
+            address: address.to_vec(),
+            worker,
+            records: self.records(),
+            landed: self.landed.clone(),
+            keys,
+        }
+    }
+}
+
+/// Naming the keys that make a timely stream skewed.
+pub trait SampleKeys<'scope, T: Timestamp, D> {
+    /// The same stream, its records' keys sampled on the way for the skew
+    /// report: `key` gives a record's key, and `route` the hash that sends
+    /// it to a worker, as `Exchange::new(route)` takes it (the exchange
+    /// downstream, whose skew the sample explains). The report names,
+    /// under `place`, the keys with the largest share of the records and
+    /// the worker each lands on.
+    ///
+    /// ```
+    /// use equipoise::doctor::{self, SampleKeys};
+    /// use timely::dataflow::operators::{Exchange, Inspect, ToStream};
+    ///
+    /// timely::execute(timely::Config::process(2), |worker| {
+    ///     let doctor = doctor::register(worker);
+    ///     worker.dataflow::<u64, _, _>(|scope| {
+    ///         // Key 7 brings half the records.
+    ///         (0..10_000u64)
+    ///             .map(|i| if i % 2 == 0 { 7 } else { i })
+    ///             .to_stream(scope)
+    ///             .sample_keys("words", |word: &u64| *word, |word: &u64| *word)
+    ///             .exchange(|word: &u64| *word)
+    ///             .inspect(|_| ());
+    ///     });
+    ///     while worker.step() {}
+    ///     if let Some(report) = doctor.report(worker) {
+    ///         let words = report.keys("words").expect("sampled");
+    ///         let hottest = &words.keys[0];
+    ///         assert_eq!((hottest.key.as_str(), hottest.worker), ("7", 1));
+    ///         assert!((hottest.share - 0.5).abs() < 0.01);
+    ///     }
+    /// })
+    /// .unwrap();
+    /// ```
+    fn sample_keys<K, KF, RF>(self, place: &str, key: KF, route: RF) -> Self
+    where
+        K: Debug + Hash + 'static,
+        KF: Fn(&D) -> K + 'static,
+        RF: Fn(&K) -> u64 + 'static;
+}
+
+impl<'scope, T: Timestamp, D: Clone + 'static> SampleKeys<'scope, T, D> for StreamVec<'scope, T, D> {
+    fn sample_keys<K, KF, RF>(self, place: &str, key: KF, route: RF) -> Self
+    where
+        K: Debug + Hash + 'static,
+        KF: Fn(&D) -> K + 'static,
+        RF: Fn(&K) -> u64 + 'static,
+    {
+        let scope = self.scope();
+        let (me, peers) = (scope.index(), scope.peers());
+        let Some(logger) = scope.worker().logger_for::<KeysEventBuilder>(LOG_NAME) else {
+            // Nobody listens: the records pass untouched.
+            return self;
+        };
+        let place = place.to_owned();
+        let name = format!("SampleKeys: {place}");
+        self.unary_frontier(Pipeline, &name, move |_, info| {
+            let mut sample = KeySample::new(peers);
+            let (mut logged_at, mut frontier_then) = (0, Vec::new());
+            move |(input, frontier), output| {
+                input.for_each_stamp(|cap, batches| {
+                    let mut session = output.session(&cap);
+                    for batch in batches {
+                        for record in batch.iter() {
+                            let key = key(record);
+                            let (hash, to) = (key_hash(&key), route(&key));
+                            sample.observe(key, hash, to);
+                        }
+                        session.give_container(batch);
+                    }
+                });
+                let now: Vec<T> = frontier.frontier().to_vec();
+                let seen = sample.records();
+                if seen > logged_at && (now != frontier_then || seen - logged_at >= LOG_EVERY) {
+                    logger.log(sample.event(&place, &info.address, me));
+                    logged_at = seen;
+                }
+                frontier_then = now;
+            }
+        })
+    }
+}
+
+#[cfg(feature = "differential")]
+mod collection {
+    use differential_dataflow::{AsCollection, Hashable, VecCollection};
+
+    use super::*;
+
+    /// Naming the keys that make a differential collection skewed.
+    pub trait SampleCollectionKeys<'scope, T: Timestamp, D, R> {
+        /// The same collection, its updates' keys sampled on the way for
+        /// the skew report, each landing where differential's operators
+        /// keyed by it (`arrange_by_key`, `join`, `reduce`, `count`) send
+        /// it. The report names, under `place`, the keys with the largest
+        /// share of the updates.
+        ///
+        /// ```
+        /// use differential_dataflow::input::Input;
+        /// use equipoise::doctor::{self, SampleCollectionKeys};
+        ///
+        /// timely::execute(timely::Config::process(2), |worker| {
+        ///     let doctor = doctor::register(worker);
+        ///     worker.dataflow::<u64, _, _>(|scope| {
+        ///         let keys = (0..10_000u64).map(|i| if i % 4 == 0 { 3 } else { i });
+        ///         let (_, keys) = scope.new_collection_from(keys);
+        ///         keys.sample_keys("counted", |key: &u64| *key).count();
+        ///     });
+        ///     while worker.step() {}
+        ///     if let Some(report) = doctor.report(worker) {
+        ///         let counted = report.keys("counted").expect("sampled");
+        ///         assert_eq!(counted.keys[0].key, "3");
+        ///         assert!((counted.keys[0].share - 0.25).abs() < 0.01);
+        ///     }
+        /// })
+        /// .unwrap();
+        /// ```
+        fn sample_keys<K, KF>(self, place: &str, key: KF) -> Self
+        where
+            K: Debug + Hash + 'static,
+            KF: Fn(&D) -> K + 'static;
+    }
+
+    impl<'scope, T: Timestamp, D: Clone + 'static, R: Clone + 'static> SampleCollectionKeys<'scope, T, D, R>
+        for VecCollection<'scope, T, D, R>
+    {
+        fn sample_keys<K, KF>(self, place: &str, key: KF) -> Self
+        where
+            K: Debug + Hash + 'static,
+            KF: Fn(&D) -> K + 'static,
+        {
+            self.inner
+                .sample_keys(place, move |(data, _, _): &(D, T, R)| key(data), |key: &K| key.hashed())
+                .as_collection()
+        }
+    }
+}
+
+#[cfg(feature = "differential")]
+pub use collection::SampleCollectionKeys;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_with_half_the_records_is_named_with_its_count_and_landing_worker() {
+        let mut sample = KeySample::new(4);
+        let mut truth: HashMap<u64, u64> = HashMap::new();
+        for i in 0..20_000u64 {
+            let key = if i % 2 == 0 { 42 } else { i * 7919 % 10_007 };
+            *truth.entry(key).or_default() += 1;
+            sample.observe(key, key_hash(&key), key);
+        }
+        let event = sample.event("here", &[0, 3], 1);
+        assert_eq!(event.records, 20_000);
+        assert_eq!(event.keys[0].key, "42");
+        assert_eq!(event.keys[0].worker, 42 % 4);
+        // SpaceSaving's bounds hold around the true count.
+        let top = &event.keys[0];
+        assert!(top.records >= truth[&42] && top.records - top.error <= truth[&42]);
+        // Every record landed by its route.
+        let mut landed = vec![0u64; 4];
+        for (key, count) in &truth {
+            landed[(key % 4) as usize] += count;
+        }
+        assert_eq!(event.landed, landed);
+        assert!(sample.names.len() <= 4 * COUNTERS + 1);
+    }
+}
