@@ -37,16 +37,17 @@ use std::time::Instant;
 
 use clap::Parser;
 use differential_dataflow::input::{Input, InputSession};
-use equipoise::doctor;
+use equipoise::doctor::SampleCollectionKeys;
 use equipoise::pkg::{key_hash, PkgCountCollection, PkgEvent, Scheme, LOG_NAME};
 use equipoise::skew::{SkewAssociative, SkewEvent, SkewJoin, SkewMinMax, SkewReduce, SKEW_LOG_NAME};
 use equipoise_lab::common::cluster::ClusterArgs;
 use equipoise_lab::common::digest::watch;
-use equipoise_lab::common::driver::{run_diagnosed, Diagnose, OpenEpochs};
+use equipoise_lab::common::doctor_args::DoctorArgs;
+use equipoise_lab::common::driver::{run_diagnosed, OpenEpochs};
 use equipoise_lab::common::keys::{KeySampler, KeySpec};
 use equipoise_lab::common::latency::LatencySummary;
 use equipoise_lab::common::log_file::LogFile;
-use equipoise_lab::common::program::{write_diagnosis, write_report};
+use equipoise_lab::common::program::write_report;
 use equipoise_lab::common::Error;
 use serde::{Deserialize, Serialize};
 use timely::dataflow::ProbeHandle;
@@ -100,6 +101,12 @@ struct Args {
     /// Seed of the synthetic keys.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// From this epoch on, the keys move: each key k is replaced by
+    /// (k + distinct/2) mod distinct, so the hot keys are other keys, on
+    /// other workers (a record keeps the key it was inserted with when it
+    /// is retracted).
+    #[arg(long, value_name = "EPOCH")]
+    move_at: Option<u64>,
     /// Epochs a worker may have open before waiting for the oldest.
     #[arg(long, default_value_t = 1)]
     max_in_flight: u64,
@@ -118,18 +125,8 @@ struct Args {
     /// writes FILE.p).
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
-    /// Write the skew report of this dataflow (`equipoise::doctor`: each
-    /// operator's records, busy time and arranged records per worker, the
-    /// busiest worker over the mean, the costliest first) to PATH as JSON
-    /// (from the process hosting worker 0). With `--log`, the report does
-    /// not list the hot keys.
-    #[arg(long, value_name = "PATH")]
-    doctor: Option<PathBuf>,
-    /// With `--doctor`: leave out the records each arrangement holds
-    /// (`doctor::register_without_arrangements`), whose source, differential's
-    /// log, also logs every change of every arrangement's batcher.
-    #[arg(long, requires = "doctor")]
-    doctor_without_arrangements: bool,
+    #[command(flatten)]
+    doctor: DoctorArgs,
 }
 
 /// What the keys in the window are reduced to.
@@ -278,6 +275,7 @@ fn run(args: Args) -> Result<(), Error> {
     cluster.agree("--inserts", args.inserts);
     cluster.agree("--window", args.window);
     cluster.agree("--seed", args.seed);
+    cluster.agree("--move-at", args.move_at);
     let log = LogFile::for_flag(args.log.as_deref(), &cluster)?;
     let sampler = Arc::new(KeySampler::new(&args.keys, args.seed));
     let (grouping, slack, epochs, inserts, window, reduce, skew) = (
@@ -291,6 +289,7 @@ fn run(args: Args) -> Result<(), Error> {
     );
     let joiner = args.join.then_some(args.skew);
     let max_in_flight = args.max_in_flight.max(1);
+    let move_at = args.move_at;
 
     let job = move |worker: &mut timely::worker::Worker| {
         let (index, peers) = (worker.index() as u64, worker.peers() as u64);
@@ -306,6 +305,9 @@ fn run(args: Args) -> Result<(), Error> {
         let mut input = worker.dataflow::<u64, _, _>(|scope| match joiner {
             None if matches!(reduce, Reduce::Min | Reduce::Max | Reduce::Top3) => {
                 let (input, records) = scope.new_collection::<Fact, isize>();
+                // Each sampled collection's keys are named in the skew report
+                // (free when nobody listens: no `--doctor`).
+                let records = records.sample_keys("records", |(key, _): &Fact| *key);
                 let extremes = match (reduce, skew) {
                     (Reduce::Min, false) => records.reduce(|_, values, out| out.push((*values[0].0, 1))),
                     (Reduce::Max, false) => records.reduce(|_, values, out| out.push((*values[values.len() - 1].0, 1))),
@@ -319,6 +321,7 @@ fn run(args: Args) -> Result<(), Error> {
             }
             None => {
                 let (input, keys) = scope.new_collection::<u64, isize>();
+                let keys = keys.sample_keys("keys", |key: &u64| *key);
                 let distinct = reduce == Reduce::Distinct;
                 match (grouping, distinct, skew) {
                     (Some(grouping), _, _) => watch(
@@ -335,6 +338,7 @@ fn run(args: Args) -> Result<(), Error> {
             }
             Some(skew) => {
                 let (facts, fact) = scope.new_collection::<(u64, u64), isize>();
+                let fact = fact.sample_keys("facts", |(key, _): &Fact| *key);
                 let (mut table, rows) = scope.new_collection::<(u64, u64), isize>();
                 watch(
                     if skew { fact.skew_join(rows) } else { fact.join(rows) },
@@ -349,16 +353,26 @@ fn run(args: Args) -> Result<(), Error> {
         });
         // This worker's share of epoch `epoch`'s inserts.
         let share = |epoch: u64| (epoch * inserts + index..(epoch + 1) * inserts).step_by(peers as usize);
+        // The key of a record inserted in `epoch`.
+        let key = |record: u64, epoch: u64| {
+            let rank = sampler.rank(record) as u64;
+            let distinct = sampler.distinct() as u64;
+            if move_at.is_some_and(|at| epoch >= at) {
+                (rank + distinct / 2) % distinct
+            } else {
+                rank
+            }
+        };
         let start = Instant::now();
         let mut open = OpenEpochs::with_capacity(epochs);
         for epoch in 0..epochs {
             open.begin(epoch);
             for record in share(epoch) {
-                input.update(sampler.rank(record) as u64, record, 1);
+                input.update(key(record, epoch), record, 1);
             }
             if window > 0 && epoch >= window {
                 for record in share(epoch - window) {
-                    input.update(sampler.rank(record) as u64, record, -1);
+                    input.update(key(record, epoch - window), record, -1);
                 }
             }
             input.advance_to(epoch + 1);
@@ -420,11 +434,7 @@ fn run(args: Args) -> Result<(), Error> {
             latency_ms: LatencySummary::from_micros(&latencies),
         }
     };
-    let diagnose: Option<Diagnose> = match (&args.doctor, args.doctor_without_arrangements) {
-        (None, _) => None,
-        (Some(_), false) => Some(doctor::register),
-        (Some(_), true) => Some(doctor::register_without_arrangements),
-    };
+    let diagnose = args.doctor.settings()?;
     if let Some((report, diagnosed)) = run_diagnosed(&cluster, diagnose, job, assemble)? {
         if !args.quiet {
             println!(
@@ -444,7 +454,7 @@ fn run(args: Args) -> Result<(), Error> {
         if let Some(path) = &args.report {
             write_report(path, &report)?;
         }
-        write_diagnosis(args.doctor.as_deref(), diagnosed.as_ref())?;
+        args.doctor.write(diagnosed.as_ref())?;
     }
     Ok(())
 }

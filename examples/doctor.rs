@@ -9,17 +9,19 @@
 //! Each run prints the report's table (the costliest skew first: each
 //! operator's busiest worker over the mean, in records, busy time and
 //! arranged records) and its hints; `--json DIR` also writes each report
-//! as `DIR/before.json` and `DIR/after.json`.
+//! as `DIR/before.json` and `DIR/after.json`, and `--html DIR` each as a
+//! page (`DIR/before.html`, `DIR/after.html`: the dataflow drawn, each
+//! operator coloured by its skew, the facts' hottest keys named).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
 use differential_dataflow::input::Input;
-use equipoise::doctor::{self, Report};
+use equipoise::doctor::{self, Report, SampleCollectionKeys};
 use equipoise::skew::{SkewJoin, SkewReduce};
 use equipoise_lab::common::keys::{KeySampler, KeySpec};
-use equipoise_lab::common::program::write_report;
+use equipoise_lab::common::program::{write_page, write_report};
 use equipoise_lab::common::Error;
 use timely::dataflow::operators::Probe;
 use timely::dataflow::ProbeHandle;
@@ -40,6 +42,9 @@ struct Args {
     /// Write the reports as JSON into DIR (`before.json`, `after.json`).
     #[arg(long, value_name = "DIR")]
     json: Option<PathBuf>,
+    /// Write the reports as HTML pages into DIR (`before.html`, `after.html`).
+    #[arg(long, value_name = "DIR")]
+    html: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -65,6 +70,9 @@ fn run(args: Args) -> Result<(), Error> {
         if let Some(dir) = &args.json {
             write_report(&dir.join(format!("{name}.json")), &report)?;
         }
+        if let Some(dir) = &args.html {
+            write_page(&dir.join(format!("{name}.html")), &report)?;
+        }
     }
     Ok(())
 }
@@ -82,6 +90,8 @@ fn diagnose(args: &Args, skew: bool) -> Result<Report, Error> {
         let (mut facts_in, mut table_in) = worker.dataflow::<u64, _, _>(|scope| {
             let (facts_in, facts) = scope.new_collection::<(u64, u64), isize>();
             let (table_in, table) = scope.new_collection::<(u64, u64), isize>();
+            // The facts' keys, named in the report (free when nobody listens).
+            let facts = facts.sample_keys("facts", |(key, _): &(u64, u64)| *key);
             let keys = facts.clone().map(|(key, _)| key);
             let (joined, counted) = if skew {
                 (facts.skew_join(table).map(|_| ()), keys.skew_count().map(|_| ()))

@@ -37,14 +37,15 @@ use differential_dataflow::input::InputSession;
 use differential_dataflow::operators::iterate::Variable;
 use differential_dataflow::operators::Iterate;
 use differential_dataflow::{AsCollection, Hashable, VecCollection};
-use equipoise::doctor::{self, Spread};
+use equipoise::doctor::Spread;
 use equipoise::skew::{Skew, SkewArrange, SkewArrangedByKey, SkewEvent, SkewReduce, SKEW_LOG_NAME};
 use equipoise_lab::common::cluster::ClusterArgs;
 use equipoise_lab::common::digest::watch;
-use equipoise_lab::common::driver::{run_diagnosed, Diagnose};
+use equipoise_lab::common::doctor_args::DoctorArgs;
+use equipoise_lab::common::driver::run_diagnosed;
 use equipoise_lab::common::latency::LatencySummary;
 use equipoise_lab::common::log_file::LogFile;
-use equipoise_lab::common::program::{write_diagnosis, write_report};
+use equipoise_lab::common::program::write_report;
 use equipoise_lab::common::Error;
 use equipoise_lab::graph::{Graph, GraphKind, Node};
 use serde::{Deserialize, Serialize};
@@ -108,17 +109,14 @@ struct Args {
     /// With `--skew`, the skew-proof operators' decisions (timely log
     /// events: the hot keys and their shares, the updates each worker sent
     /// to each), one JSON object a line (with several processes, process p
-    /// writes FILE.p). With `--doctor`, the report does not list the hot
-    /// keys.
+    /// writes FILE.p).
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
     /// Write the JSON report to PATH (from the process hosting worker 0).
     #[arg(long, value_name = "PATH")]
     report: Option<PathBuf>,
-    /// Write the skew report of this dataflow (`equipoise::doctor`) to
-    /// PATH as JSON (from the process hosting worker 0).
-    #[arg(long, value_name = "PATH")]
-    doctor: Option<PathBuf>,
+    #[command(flatten)]
+    doctor: DoctorArgs,
     /// No summary on stdout.
     #[arg(long)]
     quiet: bool,
@@ -531,7 +529,7 @@ fn run(args: Args) -> Result<(), Error> {
             reduce_input,
         }
     };
-    let diagnose: Option<Diagnose> = args.doctor.as_ref().map(|_| doctor::register as Diagnose);
+    let diagnose = args.doctor.settings()?;
     if let Some((report, diagnosed)) = run_diagnosed(&cluster, diagnose, job, assemble)? {
         if !args.quiet {
             println!(
@@ -557,7 +555,7 @@ fn run(args: Args) -> Result<(), Error> {
         if let Some(path) = &args.report {
             write_report(path, &report)?;
         }
-        write_diagnosis(args.doctor.as_deref(), diagnosed.as_ref())?;
+        args.doctor.write(diagnosed.as_ref())?;
     }
     Ok(())
 }

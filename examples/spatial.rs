@@ -26,8 +26,8 @@ use clap::Parser;
 use equipoise::doctor::{self, Report};
 use equipoise::swarm::{Match, PartitionState, RangeQueries, SpatioTextual, Swarm};
 use equipoise_lab::common::cluster::ClusterArgs;
-use equipoise_lab::common::driver::{run_diagnosed, Diagnose};
-use equipoise_lab::common::program::{write_diagnosis, write_report};
+use equipoise_lab::common::driver::run_diagnosed;
+use equipoise_lab::common::program::write_report;
 use equipoise_lab::common::Error;
 use equipoise_lab::swarm::cli::{SpatialArgs, SpatialRun};
 use equipoise_lab::swarm::job::{SpatialJob, SpatialReport, WorkerFigures};
@@ -44,7 +44,7 @@ fn main() -> ExitCode {
 }
 
 fn main_with(args: SpatialArgs) -> Result<(), Error> {
-    let diagnose = args.doctor.is_some().then_some(doctor::register as Diagnose);
+    let diagnose = args.doctor.settings()?;
     let report = match args.run()? {
         (SpatialRun::Range(job), cluster) => run_app::<RangeQueries>(job, &cluster, diagnose)?,
         (SpatialRun::Textual(job), cluster) => run_app::<SpatioTextual>(job, &cluster, diagnose)?,
@@ -54,7 +54,7 @@ fn main_with(args: SpatialArgs) -> Result<(), Error> {
         if let Some(path) = &args.report {
             write_report(path, &report)?;
         }
-        write_diagnosis(args.doctor.as_deref(), diagnosed.as_ref())?;
+        args.doctor.write(diagnosed.as_ref())?;
     }
     Ok(())
 }
@@ -64,7 +64,7 @@ fn main_with(args: SpatialArgs) -> Result<(), Error> {
 fn run_app<S>(
     job: SpatialJob<S::Point, S::Query>,
     cluster: &ClusterArgs,
-    diagnose: Option<Diagnose>,
+    diagnose: Option<doctor::Settings>,
 ) -> Result<Option<(SpatialReport, Option<Report>)>, Error>
 where
     S: PartitionState<Output = Match>,

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use clap::Parser;
 use equipoise::pkg::Scheme;
 use equipoise_lab::common::cluster::ClusterArgs;
+use equipoise_lab::common::doctor_args::DoctorArgs;
 use equipoise_lab::common::keys::{KeySampler, KeySpec};
 use equipoise_lab::common::lines::{read_key_lines, OnError};
 use equipoise_lab::common::log_file::LogFile;
@@ -75,12 +76,8 @@ struct Args {
     /// FILE.p).
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
-    /// Write the skew report of this dataflow (`equipoise::doctor`: each
-    /// operator's records, busy time and arranged records per worker, the
-    /// busiest worker over the mean, the costliest first) to PATH as JSON
-    /// (from the process hosting worker 0).
-    #[arg(long, value_name = "PATH")]
-    doctor: Option<PathBuf>,
+    #[command(flatten)]
+    doctor: DoctorArgs,
     /// Count on timely's own operators instead, the cluster benchmark's
     /// baseline: every record exchanged to its key's worker (timely's
     /// `Exchange`) and counted there in one stage, with no grouping pact

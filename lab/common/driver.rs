@@ -30,16 +30,12 @@ where
     Ok(run_diagnosed(cluster, None, job, assemble)?.map(|(report, _)| report))
 }
 
-/// How a job's dataflows are diagnosed: `equipoise::doctor::register` or
-/// `register_without_arrangements`.
-pub type Diagnose = fn(&mut Worker) -> doctor::Doctor;
-
 /// [`run_gathered`], with the skew report of the job's dataflows
-/// (`equipoise::doctor`, registered by `diagnose` before `job` builds them
+/// (`equipoise::doctor`, registered with the settings `diagnose` before `job` builds them
 /// and asked for once it returns), if given.
 pub fn run_diagnosed<F, R>(
     cluster: &ClusterArgs,
-    diagnose: Option<Diagnose>,
+    diagnose: Option<doctor::Settings>,
     job: impl Fn(&mut Worker) -> F + Send + Sync + 'static,
     assemble: impl Fn(Vec<F>) -> R + Send + Sync + 'static,
 ) -> Result<Option<(R, Option<doctor::Report>)>, Error>
@@ -50,7 +46,7 @@ where
     let result = Arc::new(Mutex::new(None));
     let slot = Arc::clone(&result);
     let guards = cluster.execute(move |worker| {
-        let doctor = diagnose.map(|register| register(worker));
+        let doctor = diagnose.map(|settings| doctor::register_with(worker, settings));
         let figures = job(worker);
         let diagnosed = doctor.and_then(|doctor| doctor.report(worker));
         let gathered = gather_at_first_worker(worker, figures);

@@ -6,6 +6,7 @@
 pub mod cluster;
 pub mod cpu;
 pub mod digest;
+pub mod doctor_args;
 pub mod driver;
 pub mod error;
 pub mod example_runs;

@@ -16,12 +16,12 @@ pub fn write_report<R: Serialize>(path: &Path, report: &R) -> Result<(), Error> 
     })
 }
 
-/// Writes `--doctor`'s skew report to `path`, where both are given.
-pub fn write_diagnosis(path: Option<&Path>, diagnosed: Option<&equipoise::doctor::Report>) -> Result<(), Error> {
-    match (path, diagnosed) {
-        (Some(path), Some(diagnosed)) => write_report(path, diagnosed),
-        _ => Ok(()),
-    }
+/// Writes `report` as its HTML page (`Report::html`) to `path`.
+pub fn write_page(path: &Path, report: &equipoise::doctor::Report) -> Result<(), Error> {
+    std::fs::write(path, report.html()).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 /// Checks `--work-us`: a finite, non-negative number of microseconds.

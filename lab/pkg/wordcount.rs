@@ -21,12 +21,11 @@ use timely::dataflow::operators::{Capability, Inspect, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle, StreamVec};
 
 use crate::common::cluster::ClusterArgs;
-use crate::common::driver::{drive_epochs, run_diagnosed, Diagnose};
+use crate::common::driver::{drive_epochs, run_diagnosed};
 use crate::common::keys::{key_name, KeySampler};
 use crate::common::latency::LatencySummary;
 use crate::common::lines::KeyLines;
 use crate::common::log_file::LogFile;
-use crate::common::program::write_diagnosis;
 use crate::common::Error;
 use equipoise::common::busy_work::BusyWork;
 use equipoise::common::hash::{fnv1a64, key_hash, splitmix64};
@@ -99,8 +98,8 @@ pub struct WordcountConfig {
     /// Where the pact's decisions (timely log events, `equipoise/pkg`)
     /// go, one JSON object a line; `None`: nowhere.
     pub log: Option<LogFile>,
-    /// Where to write the skew report of the dataflow (`--doctor`), if anywhere.
-    pub doctor: Option<std::path::PathBuf>,
+    /// Where to write the skew report of the dataflow, if anywhere.
+    pub doctor: crate::common::doctor_args::DoctorArgs,
     /// Count on timely's own operators instead (`--timely-exchange`): every
     /// record exchanged to its key's worker (`Exchange`) and counted there
     /// in one stage, with no grouping pact and no merge.
@@ -122,7 +121,7 @@ impl WordcountConfig {
             max_in_flight: 2,
             progress: false,
             log: None,
-            doctor: None,
+            doctor: Default::default(),
             timely_exchange: false,
         }
     }
@@ -218,14 +217,14 @@ pub fn run_wordcount(config: WordcountConfig, cluster: &ClusterArgs) -> Result<O
     let shared = config.clone();
     let Some((report, diagnosed)) = run_diagnosed(
         cluster,
-        doctor.is_some().then_some(equipoise::doctor::register as Diagnose),
+        doctor.settings()?,
         move |worker| run_worker(worker, &shared),
         move |figures| assemble(&config, processes, figures),
     )?
     else {
         return Ok(None);
     };
-    write_diagnosis(doctor.as_deref(), diagnosed.as_ref())?;
+    doctor.write(diagnosed.as_ref())?;
     Ok(Some(report))
 }
 

@@ -103,12 +103,9 @@ pub struct SpatialArgs {
     /// Write the JSON report to PATH (from the process hosting worker 0).
     #[arg(long, value_name = "PATH")]
     pub report: Option<PathBuf>,
-    /// Write the skew report of this dataflow (`equipoise::doctor`: each
-    /// operator's records, busy time and arranged records per worker, the
-    /// busiest worker over the mean, the costliest first) to PATH as JSON
-    /// (from the process hosting worker 0).
-    #[arg(long, value_name = "PATH")]
-    pub doctor: Option<PathBuf>,
+    /// The skew report's flags.
+    #[command(flatten)]
+    pub doctor: crate::common::doctor_args::DoctorArgs,
     /// No progress lines on stderr.
     #[arg(long)]
     pub quiet: bool,

@@ -30,10 +30,11 @@ pub struct KeysReport {
 pub struct KeyShare {
     /// Its `Debug` form.
     pub key: String,
-    /// Its share of the place's records (over every worker; an upper
-    /// bound, as SpaceSaving's counts are).
+    /// Its share of the place's records, over every worker: at least this
+    /// (SpaceSaving's counts less their error; a key that entered a
+    /// worker's counters late is undercounted there by what it had before).
     pub share: f64,
-    /// Its records, over the workers that counted it.
+    /// Its records counted, over the workers that counted it.
     pub records: u64,
     /// The worker it lands on.
     pub worker: usize,
@@ -68,13 +69,14 @@ pub(crate) fn merge(samples: Vec<KeysEvent>, peers: usize) -> Vec<KeysReport> {
                 records: 0,
                 worker: key.worker,
             });
-            share.records += key.records;
+            share.records += key.records - key.error;
         }
     }
     by_place
         .into_values()
         .map(|(mut place, keys)| {
-            let mut keys: Vec<KeyShare> = keys.into_values().collect();
+            // A key counted only within the counters' error is not named.
+            let mut keys: Vec<KeyShare> = keys.into_values().filter(|key| key.records > 0).collect();
             for key in &mut keys {
                 key.share = key.records as f64 / place.records.max(1) as f64;
             }
@@ -104,8 +106,8 @@ mod tests {
                 .map(|&(key, hash, records)| SampledKey {
                     key: key.into(),
                     hash,
-                    records,
-                    error: 0,
+                    records: records + 5,
+                    error: 5,
                     worker: (hash % 2) as usize,
                 })
                 .collect(),
@@ -116,7 +118,12 @@ mod tests {
     fn a_keys_share_adds_its_records_over_workers() {
         let samples = vec![
             sample(0, 100, vec![30, 70], &[("\"the\"", 1, 50), ("\"a\"", 2, 10)]),
-            sample(1, 100, vec![40, 60], &[("\"the\"", 1, 30), ("\"of\"", 4, 20)]),
+            sample(
+                1,
+                100,
+                vec![40, 60],
+                &[("\"the\"", 1, 30), ("\"of\"", 4, 20), ("\"an\"", 3, 0)],
+            ),
         ];
         let places = merge(samples, 2);
         assert_eq!(places.len(), 1);

@@ -48,6 +48,8 @@ mod edges;
 mod figures;
 mod key_shares;
 mod keys;
+mod layout;
+mod page;
 mod report;
 mod series;
 mod spread;

@@ -42,11 +42,13 @@ pub struct OperatorReport {
     /// operator that receives none).
     pub busiest_over_mean: f64,
     /// Where its skew comes from, where its records are uneven.
+    #[serde(default)]
     pub origin: Option<Origin>,
     /// An equipoise operator that would even it out, where its input's
     /// exchange makes its records uneven.
     pub hint: Option<String>,
     /// Its figures in each of the report's windows.
+    #[serde(default)]
     pub series: Vec<OperatorWindow>,
 }
 
@@ -64,16 +66,20 @@ pub struct Report {
     pub hot_keys: Vec<(u64, Vec<usize>)>,
     /// The scopes the operators are in (each dataflow's included), by
     /// address, with their names.
+    #[serde(default)]
     pub scopes: Vec<(Vec<usize>, String)>,
     /// Every channel that carried records, with the records between each
     /// pair of workers.
+    #[serde(default)]
     pub channels: Vec<ChannelReport>,
     /// The windows of time of every operator's `series`, the oldest first:
     /// of the period the doctor was registered with, the older ones
     /// merged into longer ones.
+    #[serde(default)]
     pub windows: Vec<Window>,
     /// The places whose keys were sampled (`SampleKeys`), with their
     /// heaviest keys.
+    #[serde(default)]
     pub keys: Vec<KeysReport>,
 }
 

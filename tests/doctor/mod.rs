@@ -425,3 +425,196 @@ fn a_users_own_operators_keys_edges_and_windows_are_reported_beside_its_own_logg
         );
     }
 }
+
+/// The series of the facts' arrangement (`join`'s `ArrangeByKey`, or
+/// `skew_join`'s `SkewJoinArrange`) on 4 workers, over a sliding window of
+/// facts (each epoch's retracted three epochs on) whose key 0 brings half
+/// the records until half-way through the run, when key 1 does instead:
+/// windows of 100 ms over a run of about 1.2 s, fed for a time (not a
+/// number of epochs) so that every window holds several epochs however
+/// slow the machine.
+fn moving_key_series(skew: bool) -> Vec<doctor::OperatorWindow> {
+    use equipoise::skew::SkewJoin;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+    use timely::dataflow::operators::Probe;
+    use timely::dataflow::ProbeHandle;
+    // The epoch the key moves at, once worker 0 has set it.
+    let move_at = Arc::new(AtomicU64::new(u64::MAX));
+    let report = at_worker_0(
+        timely::execute(timely::Config::process(4), move |worker| {
+            let settings = doctor::Settings::default().with_period(Duration::from_millis(100));
+            let doctor = doctor::register_with(worker, settings);
+            let (index, peers) = (worker.index() as u64, worker.peers() as u64);
+            let probe = ProbeHandle::new();
+            let (mut facts, mut table) = worker.dataflow::<u64, _, _>(|scope| {
+                let (facts_in, facts) = scope.new_collection::<(u64, u64), isize>();
+                let (table_in, table) = scope.new_collection::<(u64, u64), isize>();
+                let joined = if skew {
+                    facts.skew_join(table)
+                } else {
+                    facts.join(table)
+                };
+                joined.inner.probe_with(&probe);
+                (facts_in, table_in)
+            });
+            for key in (index..1000).step_by(peers as usize) {
+                table.insert((key, key));
+            }
+            // Every worker moves at the same epoch: worker 0 sets it two
+            // epochs ahead, which no worker reaches before worker 0 does.
+            let start = Instant::now();
+            let mut epoch = 0u64;
+            loop {
+                let at = move_at.load(Ordering::SeqCst);
+                if at != u64::MAX && epoch >= 2 * at {
+                    break;
+                }
+                let fact = |epoch: u64, i: u64| {
+                    let hot = u64::from(epoch >= at);
+                    (if i.is_multiple_of(2) { hot } else { 2 + i % 998 }, epoch * 2000 + i)
+                };
+                for i in (index..2000).step_by(peers as usize) {
+                    facts.insert(fact(epoch, i));
+                    if epoch >= 3 {
+                        facts.remove(fact(epoch - 3, i));
+                    }
+                }
+                epoch += 1;
+                facts.advance_to(epoch);
+                table.advance_to(epoch);
+                facts.flush();
+                table.flush();
+                worker.step_while(|| probe.less_than(facts.time()));
+                if index == 0 && at == u64::MAX && start.elapsed() >= Duration::from_millis(600) {
+                    move_at.store(epoch + 2, Ordering::SeqCst);
+                }
+            }
+            drop((facts, table));
+            while worker.step() {}
+            doctor.report(worker)
+        })
+        .unwrap(),
+    );
+    let name = if skew { "SkewJoinArrange" } else { "ArrangeByKey" };
+    let arrangement = report
+        .operators
+        .iter()
+        .filter(|op| op.name == name)
+        .max_by_key(|op| op.records.iter().sum::<u64>())
+        .expect("the facts' arrangement");
+    arrangement.series.clone()
+}
+
+#[test]
+fn the_series_shows_a_moving_hot_key_as_a_step_and_skew_join_even_after_its_first_windows() {
+    // Windows with half the mean window's records or more (a run's last
+    // window may hold a few), after the first two; their ratios sorted. A
+    // window's edges cut an epoch's deliveries where they fall, which a
+    // busy machine moves: the test reads the median and the quartiles,
+    // which that noise does not move past the thresholds.
+    let ratios = |series: &[doctor::OperatorWindow]| -> Vec<f64> {
+        let sum = |w: &doctor::OperatorWindow| w.records.iter().sum::<u64>();
+        let mean = series.iter().map(sum).sum::<u64>() / series.len().max(1) as u64;
+        let mut ratios: Vec<f64> = series
+            .iter()
+            .skip(2)
+            .filter(|w| sum(w) * 2 >= mean)
+            .map(|w| w.busiest_over_mean)
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        ratios
+    };
+    let busiest = |w: &doctor::OperatorWindow| (0..w.records.len()).max_by_key(|&i| w.records[i]).unwrap();
+    let own_series = moving_key_series(false);
+    let own = ratios(&own_series);
+    assert!(own.len() >= 4, "{own:?}");
+    // Three quarters of the windows or more read 1.5 or more.
+    assert!(own[own.len() / 4] >= 1.5, "{own:?}");
+    // Key 0 and key 1 land on different workers: the busiest one steps.
+    let (first, last) = (busiest(&own_series[0]), busiest(&own_series[own_series.len() - 2]));
+    assert_eq!(
+        (first, last),
+        ((0u64.hashed() % 4) as usize, (1u64.hashed() % 4) as usize)
+    );
+    let skew = ratios(&moving_key_series(true));
+    assert!(skew.len() >= 4, "{skew:?}");
+    // Three quarters of the windows or more read 1.2 or less.
+    assert!(skew[skew.len() * 3 / 4 - 1] <= 1.2, "{skew:?}");
+}
+
+#[test]
+fn the_page_draws_every_operator_marks_the_skewed_one_and_carries_the_report() {
+    let (report, _) = user_program(2, std::time::Duration::from_millis(50));
+    let page = report.html();
+    assert!(page.starts_with("<!doctype html>") && page.trim_end().ends_with("</html>"));
+    // Self-contained: nothing fetched.
+    for fetched in ["src=", "href=\"http", "@import", "url(http"] {
+        assert!(!page.contains(fetched), "{fetched}");
+    }
+    // Every operator has its box, with its ratio; the one whose exchange
+    // makes its skew is marked, the even one is not.
+    let group = |index: usize| -> String {
+        let start = page.find(&format!("data-op=\"{index}\"><title>")).expect("a box");
+        let open = page[..start].rfind("<g class=").unwrap();
+        page[open..start + page[start..].find("</g>").unwrap()].to_owned()
+    };
+    for (index, op) in report.operators.iter().enumerate() {
+        assert!(
+            group(index).contains(&format!("{:.2}×", op.busiest_over_mean)),
+            "{}",
+            op.name
+        );
+    }
+    let named = |name: &str| report.operators.iter().position(|op| op.name == name).unwrap();
+    assert!(group(named("Hot")).starts_with("<g class=\"op skewed\""));
+    assert!(group(named("Uniform")).starts_with("<g class=\"op\""));
+    // The costliest table, the hint and the key: key 0 at half the records.
+    assert!(page.contains("<h2>Costliest skew</h2>"));
+    assert!(page.contains(
+        report
+            .operator("Hot")
+            .unwrap()
+            .hint
+            .as_deref()
+            .unwrap()
+            .split('`')
+            .next()
+            .unwrap()
+    ));
+    assert!(page.contains("<td><code>0</code></td><td>0.500</td><td>worker 0</td>"));
+    // The script's data is the report itself.
+    let json = page
+        .split("const REPORT = ")
+        .nth(1)
+        .unwrap()
+        .split(";\n")
+        .next()
+        .unwrap();
+    assert_eq!(json.replace("<\\/", "</"), serde_json::to_string(&report).unwrap());
+}
+
+#[test]
+fn the_differential_examples_zipf_join_names_its_hottest_key_at_its_true_share() {
+    use equipoise_lab::common::keys::{KeySampler, KeySpec};
+    let join = doctor_json("doctor-keys.json", &[&JOIN[..], &["4"]].concat());
+    let facts = join["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|place| place["place"] == "facts")
+        .expect("the facts sampled");
+    // Brute force: the example inserts 6 epochs of 50 000 facts and
+    // retracts each three epochs on (the first three, by the end).
+    let sampler = KeySampler::new(&"zipf:1.5:100000".parse::<KeySpec>().unwrap(), 1);
+    let updates: Vec<u64> = (0..6 * 50_000).chain(0..3 * 50_000).collect();
+    let hottest = updates.iter().filter(|&&record| sampler.rank(record) == 0).count();
+    let truth = hottest as f64 / updates.len() as f64;
+    assert_eq!(facts["records"], updates.len());
+    let named = &facts["keys"][0];
+    assert_eq!(named["key"], "0");
+    assert_eq!(named["worker"], 0u64.hashed() % 4);
+    let share = named["share"].as_f64().unwrap();
+    assert!((share - truth).abs() <= 0.02, "{share} against {truth}");
+}

@@ -1,0 +1,76 @@
+//! The examples' skew report flags (`equipoise::doctor`): where to write
+//! the report as JSON and as a page, its windows of time, and whether to
+//! size the arrangements.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use equipoise::doctor::{Report, Settings};
+
+use crate::common::program::{write_page, write_report};
+use crate::common::Error;
+
+/// The skew report's flags, shared by every example that takes them.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct DoctorArgs {
+    /// Write the skew report of this dataflow (`equipoise::doctor`: each
+    /// operator's records, busy time and arranged records per worker and
+    /// per window of time, the busiest worker over the mean, the costliest
+    /// first, the channels' records between workers, the sampled keys) to
+    /// PATH as JSON (from the process hosting worker 0).
+    #[arg(long, value_name = "PATH")]
+    pub doctor: Option<PathBuf>,
+    /// Write the skew report as a self-contained HTML page to PATH: the
+    /// dataflow drawn, each operator coloured by its busiest worker over
+    /// the mean, the costliest table and the sampled keys beside it.
+    #[arg(long, value_name = "PATH")]
+    pub doctor_html: Option<PathBuf>,
+    /// The skew report's windows of time, in milliseconds
+    /// (`doctor::Settings::period`).
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub doctor_period_ms: u64,
+    /// Leave out the records each arrangement holds
+    /// (`doctor::Settings::arrangements`), whose source, differential's log,
+    /// also logs every change of every arrangement's batcher.
+    #[arg(long)]
+    pub doctor_without_arrangements: bool,
+}
+
+impl DoctorArgs {
+    /// The doctor's settings, if a report is asked for.
+    pub fn settings(&self) -> Result<Option<Settings>, Error> {
+        if self.doctor_period_ms == 0 {
+            return Err(Error::invalid("--doctor-period-ms", "must be at least 1"));
+        }
+        if self.doctor.is_none() && self.doctor_html.is_none() {
+            if self.doctor_without_arrangements {
+                return Err(Error::invalid(
+                    "--doctor-without-arrangements",
+                    "applies with --doctor or --doctor-html only",
+                ));
+            }
+            return Ok(None);
+        }
+        let settings = Settings::default().with_period(Duration::from_millis(self.doctor_period_ms));
+        Ok(Some(if self.doctor_without_arrangements {
+            settings.without_arrangements()
+        } else {
+            settings
+        }))
+    }
+
+    /// Writes `diagnosed` where asked, if there is one (in the process
+    /// hosting worker 0).
+    pub fn write(&self, diagnosed: Option<&Report>) -> Result<(), Error> {
+        let Some(report) = diagnosed else {
+            return Ok(());
+        };
+        if let Some(path) = &self.doctor {
+            write_report(path, report)?;
+        }
+        if let Some(path) = &self.doctor_html {
+            write_page(path, report)?;
+        }
+        Ok(())
+    }
+}
