@@ -60,11 +60,14 @@ fn log_deals(worker: &mut timely::worker::Worker, deals: Arc<Mutex<Vec<Dealt>>>)
             for (_, event) in events.iter().flat_map(|events| events.iter()) {
                 if let SkewEvent::Hot {
                     key,
+                    name,
                     workers,
                     shares,
                     side,
                 } = event
                 {
+                    // The key is named: its Debug form is the key whose hash it is.
+                    assert_eq!(name.parse::<u8>().map(|key| key.hashed()), Ok(*key), "{name}");
                     deals
                         .lock()
                         .unwrap()

@@ -79,8 +79,9 @@ use figures::{Figures, WorkerFigures};
 /// The name of the doctor's own dataflows, which it leaves out.
 const DOCTOR: &str = "EquipoiseDoctor";
 
-/// Hot keys by hash, with the workers each was split over or combined on.
-type HotKeys = BTreeMap<u64, BTreeSet<usize>>;
+/// Hot keys by hash, with the workers each was split over or combined on,
+/// and its name where the operator that found it gave one.
+type HotKeys = BTreeMap<u64, (BTreeSet<usize>, Option<String>)>;
 
 /// Key samplers' latest events on this worker, by the sampler's address.
 type Samples = BTreeMap<Vec<usize>, KeysEvent>;
@@ -235,14 +236,21 @@ fn listen_to_differential(
     chain::<SkewEvent>(register, SKEW_LOG_NAME, move |events| {
         let mut hot = hot.borrow_mut();
         for (_, event) in events {
-            let found: Vec<(u64, usize)> = match event {
-                SkewEvent::Hot { key, workers, .. } => workers.iter().map(|&worker| (*key, worker)).collect(),
-                SkewEvent::Combined { worker, keys } => keys.iter().map(|&key| (key, *worker)).collect(),
+            let found: Vec<(u64, usize, Option<&String>)> = match event {
+                SkewEvent::Hot { key, name, workers, .. } => {
+                    let name = Some(name).filter(|name| !name.is_empty());
+                    workers.iter().map(|&worker| (*key, worker, name)).collect()
+                }
+                SkewEvent::Combined { worker, keys } => keys.iter().map(|&key| (key, *worker, None)).collect(),
                 _ => Vec::new(),
             };
-            for (key, worker) in found {
+            for (key, worker, name) in found {
                 if hot.len() < MAX_HOT_KEYS || hot.contains_key(&key) {
-                    hot.entry(key).or_default().insert(worker);
+                    let (workers, named) = hot.entry(key).or_default();
+                    workers.insert(worker);
+                    if named.is_none() {
+                        *named = name.cloned();
+                    }
                 }
             }
         }
@@ -265,7 +273,7 @@ impl Doctor {
             self.hot_keys
                 .borrow()
                 .iter()
-                .map(|(&key, workers)| (key, workers.iter().copied().collect::<Vec<_>>()))
+                .map(|(&key, (workers, name))| (key, workers.iter().copied().collect::<Vec<_>>(), name.clone()))
                 .collect::<Vec<_>>(),
             self.samples.borrow().values().cloned().collect(),
         );
@@ -276,19 +284,29 @@ impl Doctor {
         let (mut figures, mut hot_keys, mut samples) = (Vec::new(), HotKeys::new(), Vec::new());
         for (worker_figures, hot, sampled) in gathered {
             figures.push(worker_figures);
-            for (key, workers) in hot {
-                hot_keys.entry(key).or_default().extend(workers);
+            for (key, workers, name) in hot {
+                let (all, named) = hot_keys.entry(key).or_default();
+                all.extend(workers);
+                if named.is_none() {
+                    *named = name;
+                }
             }
             samples.extend(sampled);
         }
+        let names = hot_keys
+            .iter()
+            .filter_map(|(&key, (_, name))| Some((key, name.clone()?)))
+            .collect();
         let hot_keys = hot_keys
             .into_iter()
-            .map(|(key, workers)| (key, workers.into_iter().collect()))
+            .map(|(key, (workers, _))| (key, workers.into_iter().collect()))
             .collect();
-        Some(Report::new(figures, hot_keys, samples))
+        let mut report = Report::new(figures, hot_keys, samples);
+        report.hot_key_names = names;
+        Some(report)
     }
 }
 
 /// What a worker sends for the report: its figures, the hot keys it saw
 /// and its key samplers' latest events.
-type Gathered = (WorkerFigures, Vec<(u64, Vec<usize>)>, Vec<KeysEvent>);
+type Gathered = (WorkerFigures, Vec<(u64, Vec<usize>, Option<String>)>, Vec<KeysEvent>);

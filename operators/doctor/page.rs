@@ -54,6 +54,7 @@ impl Report {
         );
         page.push_str(&self.costliest());
         page.push_str(&self.keys_tables());
+        page.push_str(&self.hot_keys_list());
         page.push_str("</aside>\n</main>\n<script>\nconst REPORT = ");
         let json = serde_json::to_string(self).expect("reports serialize");
         // A name holding "</script>" must not end the script.
@@ -203,6 +204,28 @@ impl Report {
             tables.push_str("</table></section>\n");
         }
         tables
+    }
+}
+
+impl Report {
+    /// The keys equipoise's own operators split or combined.
+    fn hot_keys_list(&self) -> String {
+        if self.hot_keys.is_empty() {
+            return String::new();
+        }
+        let names: BTreeMap<u64, &String> = self.hot_key_names.iter().map(|(hash, name)| (*hash, name)).collect();
+        let mut list = format!(
+            "<section><h2>Hot keys equipoise's operators split</h2><p>{} keys.</p><table><tr><th>key</th><th>over workers</th></tr>\n",
+            self.hot_keys.len()
+        );
+        for (hash, workers) in self.hot_keys.iter().take(COSTLIEST) {
+            let key = names
+                .get(hash)
+                .map_or_else(|| format!("hash {hash:#x}"), |name| escape(name));
+            let _ = writeln!(list, "<tr><td><code>{key}</code></td><td>{workers:?}</td></tr>");
+        }
+        list.push_str("</table></section>\n");
+        list
     }
 }
 

@@ -64,6 +64,11 @@ pub struct Report {
     /// differential's exchange routes them), each with the workers it was
     /// split over or combined on.
     pub hot_keys: Vec<(u64, Vec<usize>)>,
+    /// The hot keys' names (their `Debug` forms), by hash, where the
+    /// operator that found them gave them (the joins and the two-level
+    /// reductions do; `skew_count` and `skew_distinct` find hashes only).
+    #[serde(default)]
+    pub hot_key_names: Vec<(u64, String)>,
     /// The scopes the operators are in (each dataflow's included), by
     /// address, with their names.
     #[serde(default)]
@@ -130,6 +135,7 @@ impl Report {
             workers: peers,
             operators,
             hot_keys,
+            hot_key_names: Vec::new(),
             scopes,
             channels,
             windows,
@@ -291,7 +297,36 @@ impl fmt::Display for Report {
             )?;
         }
         if !self.hot_keys.is_empty() {
-            writeln!(f, "hot keys found by equipoise's operators: {}", self.hot_keys.len())?;
+            let named: Vec<&str> = self
+                .hot_key_names
+                .iter()
+                .take(8)
+                .map(|(_, name)| name.as_str())
+                .collect();
+            write!(f, "hot keys found by equipoise's operators: {}", self.hot_keys.len())?;
+            if named.is_empty() {
+                writeln!(f)?;
+            } else {
+                writeln!(f, " (among them {})", named.join(", "))?;
+            }
+        }
+        for place in &self.keys {
+            let keys: Vec<String> = place
+                .keys
+                .iter()
+                .take(5)
+                .map(|key| format!("{} {:.3} on worker {}", key.key, key.share, key.worker))
+                .collect();
+            writeln!(
+                f,
+                "keys at \"{}\" {:?}: {} records, landing {:.2}x the mean on worker {}; heaviest: {}",
+                place.place,
+                place.address,
+                place.records,
+                place.landed_spread.busiest_over_mean,
+                place.landed_spread.busiest,
+                keys.join(", ")
+            )?;
         }
         Ok(())
     }

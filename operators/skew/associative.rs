@@ -64,7 +64,7 @@ pub trait SkewAssociative<'scope, T: Timestamp, K, V> {
 impl<'scope, T, K, V> SkewAssociative<'scope, T, K, V> for VecCollection<'scope, T, (K, V), isize>
 where
     T: Timestamp + Lattice + TotalOrder + Ord,
-    K: ExchangeData + Hashable + std::hash::Hash,
+    K: ExchangeData + Hashable + std::hash::Hash + std::fmt::Debug,
     V: ExchangeData + Hashable,
 {
     fn skew_reduce_associative<L>(self, logic: L) -> VecCollection<'scope, T, (K, V), isize>

@@ -27,6 +27,9 @@ pub enum SkewEvent {
     Hot {
         /// The key's hash, as differential's exchange routes it.
         key: u64,
+        /// The key itself, in its `Debug` form.
+        #[serde(default)]
+        name: String,
         /// The workers its updates go to from now on.
         workers: Vec<usize>,
         /// The share of its updates each of `workers` takes.

@@ -85,7 +85,7 @@ pub trait SkewMinMax<'scope, T: Timestamp, K, V, R> {
 impl<'scope, T, K, V, R> SkewMinMax<'scope, T, K, V, R> for VecCollection<'scope, T, (K, V), R>
 where
     T: Timestamp + Lattice + TotalOrder + Ord,
-    K: ExchangeData + Hashable + std::hash::Hash,
+    K: ExchangeData + Hashable + std::hash::Hash + std::fmt::Debug,
     V: ExchangeData + Hashable,
     R: ExchangeData + Semigroup,
 {

@@ -58,7 +58,7 @@ pub(crate) fn hot_keys<'scope, T, K, C>(
 ) -> StreamVec<'scope, T, SideHotKey<K>>
 where
     T: Timestamp + TotalOrder,
-    K: ExchangeData + Hashable + std::hash::Hash,
+    K: ExchangeData + Hashable + std::hash::Hash + std::fmt::Debug,
     C: Container + 'static,
 {
     let hot = decide(report(progress, sides, skew), sides.len(), skew).broadcast();
@@ -118,7 +118,7 @@ fn decide<'scope, T, K>(
 ) -> StreamVec<'scope, T, SideHotKey<K>>
 where
     T: Timestamp + TotalOrder,
-    K: ExchangeData + Hashable + std::hash::Hash,
+    K: ExchangeData + Hashable + std::hash::Hash + std::fmt::Debug,
 {
     let peers = counts.scope().peers();
     let logger = counts.scope().worker().logger_for::<SkewEventBuilder>(SKEW_LOG_NAME);
@@ -152,6 +152,7 @@ where
                         for (side, (key, shares)) in &changes {
                             logger.log(SkewEvent::Hot {
                                 key: key_route(key),
+                                name: format!("{key:?}"),
                                 workers: shares.iter().map(|&(worker, _)| worker).collect(),
                                 shares: shares.iter().map(|&(_, share)| share).collect(),
                                 side: *side,

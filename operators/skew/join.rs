@@ -145,7 +145,7 @@ pub trait SkewJoin<'scope, T: Timestamp, K, V, R> {
 impl<'scope, T, K, V, R> SkewJoin<'scope, T, K, V, R> for VecCollection<'scope, T, (K, V), R>
 where
     T: Timestamp + Lattice + TotalOrder + Ord,
-    K: ExchangeData + Hashable + std::hash::Hash,
+    K: ExchangeData + Hashable + std::hash::Hash + std::fmt::Debug,
     V: ExchangeData + Hashable,
     R: ExchangeData + Abelian,
 {
@@ -267,7 +267,7 @@ fn join_routed<'scope, T, K, V, V2, R, R2, I, L>(
 ) -> VecCollection<'scope, T, I::Item, <R as Multiply<R2>>::Output>
 where
     T: Timestamp + Lattice + TotalOrder + Ord,
-    K: ExchangeData + Hashable + std::hash::Hash,
+    K: ExchangeData + Hashable + std::hash::Hash + std::fmt::Debug,
     V: ExchangeData,
     V2: ExchangeData,
     R: ExchangeData + Semigroup + Multiply<R2, Output: Semigroup + 'static>,
@@ -299,7 +299,7 @@ pub(crate) fn copy_marks<'scope, T, K>(
 ) -> Arranged<'scope, K, usize, T, Present>
 where
     T: Timestamp + Lattice + TotalOrder + Ord,
-    K: ExchangeData + Hashable + std::hash::Hash,
+    K: ExchangeData + Hashable + std::hash::Hash + std::fmt::Debug,
 {
     let (me, peers) = (hot.scope().index(), hot.scope().peers() as u64);
     // The workers each of this worker's hot keys is copied to so far.

@@ -139,7 +139,7 @@ pub trait SkewArrange<'scope, T: Timestamp + Lattice, K: ExchangeData, V: Exchan
 impl<'scope, T, K, V, R> SkewArrange<'scope, T, K, V, R> for VecCollection<'scope, T, (K, V), R>
 where
     T: Timestamp + Lattice + TotalOrder + Ord,
-    K: ExchangeData + Hashable + std::hash::Hash,
+    K: ExchangeData + Hashable + std::hash::Hash + std::fmt::Debug,
     V: ExchangeData + Hashable,
     R: ExchangeData + Abelian,
 {

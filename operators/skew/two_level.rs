@@ -135,7 +135,7 @@ pub(crate) fn reduce_in_two_levels<'scope, T, K, V, R, L>(
 ) -> VecCollection<'scope, T, (K, V), isize>
 where
     T: Timestamp + Lattice + TotalOrder + Ord,
-    K: ExchangeData + Hashable + std::hash::Hash,
+    K: ExchangeData + Hashable + std::hash::Hash + std::fmt::Debug,
     V: ExchangeData + Hashable,
     R: ExchangeData + Semigroup,
     L: TwoLevel<K, V, R>,

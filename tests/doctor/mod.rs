@@ -205,6 +205,13 @@ fn the_example_names_a_skewed_join_and_the_skew_proof_one_is_even() {
     let split = named(&skew, "SkewJoinArrange")["busiest_over_mean"].as_f64().unwrap();
     assert!(split <= 1.2, "{split}");
     assert!(!skew["hot_keys"].as_array().unwrap().is_empty());
+    // The join names its hot keys: key 0 (the hottest) among them, by the
+    // hash differential routes it by.
+    let names = skew["hot_key_names"].as_array().unwrap();
+    assert!(
+        names.iter().any(|named| named[0] == 0u64.hashed() && named[1] == "0"),
+        "{names:?}"
+    );
 }
 
 #[test]
