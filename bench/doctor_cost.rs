@@ -1,5 +1,6 @@
 //! What the skew report costs: the differential example (and the word
-//! count) with and without `--doctor` (and for the differential example,
+//! count) with and without `--doctor` (its keys sampled, its series in
+//! windows of a second and of 100 ms; and for the differential example,
 //! `--doctor` with `--doctor-without-arrangements`), one process at each
 //! worker count, in turn within each round so that all meet the same
 //! machine.
@@ -63,7 +64,13 @@ fn main() {
     );
     println!("|---|---|---|---|---|");
     for run in &runs {
-        let mut diagnosed = vec![run.clone().with(&["--doctor", &report])];
+        // The report at its default windows (a second), and at windows of
+        // 100 ms (a series ten times as fine); the differential example
+        // samples its keys whenever the report is asked for.
+        let mut diagnosed = vec![
+            run.clone().with(&["--doctor", &report]),
+            run.clone().with(&["--doctor", &report, "--doctor-period-ms", "100"]),
+        ];
         if run.program == "differential" {
             diagnosed.push(diagnosed[0].clone().with(&["--doctor-without-arrangements"]));
         }

@@ -87,6 +87,11 @@ pub struct ShedDocDoctests;
 #[cfg(all(doctest, feature = "differential"))]
 pub struct ObservabilityDocDoctests;
 
+/// The skew report's page's example, compiled and run as a doctest.
+#[doc = include_str!("../docs/doctor.md")]
+#[cfg(all(doctest, feature = "differential"))]
+pub struct DoctorDocDoctests;
+
 /// The SWARM page's examples, compiled and run as doctests.
 #[doc = include_str!("../docs/swarm.md")]
 #[cfg(doctest)]

@@ -12,15 +12,6 @@ pub fn available_bytes() -> Option<u64> {
     Some(kib.saturating_mul(1024))
 }
 
-/// Bytes this process holds in memory (`VmRSS` of `/proc/self/status`);
-/// `None` where that is not known.
-pub fn resident_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = text.lines().find(|line| line.starts_with("VmRSS:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib.saturating_mul(1024))
-}
-
 /// The share of the available memory one setting may take: the rest is
 /// for everything else the run and the machine hold.
 const USABLE_SHARE: f64 = 0.8;

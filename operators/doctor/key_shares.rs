@@ -15,9 +15,13 @@ pub struct KeysReport {
     pub place: String,
     /// The sampler's address in the dataflow.
     pub address: Vec<usize>,
-    /// Records sampled, over all workers.
+    /// Records that passed, over all workers.
     pub records: u64,
-    /// Of those, how many land on each worker.
+    /// Of those, how many it sampled (one in 64 on average).
+    #[serde(default)]
+    pub sampled: u64,
+    /// Of the records, how many land on each worker (estimated from the
+    /// sampled ones).
     pub landed: Vec<u64>,
     /// How unevenly they land.
     pub landed_spread: Spread,
@@ -30,11 +34,12 @@ pub struct KeysReport {
 pub struct KeyShare {
     /// Its `Debug` form.
     pub key: String,
-    /// Its share of the place's records, over every worker: at least this
-    /// (SpaceSaving's counts less their error; a key that entered a
-    /// worker's counters late is undercounted there by what it had before).
+    /// Its share of the place's sampled records, over every worker: at
+    /// least this (SpaceSaving's counts less their error; a key that
+    /// entered a worker's counters late is undercounted there by what it
+    /// had before).
     pub share: f64,
-    /// Its records counted, over the workers that counted it.
+    /// Its sampled records counted, over the workers that counted it.
     pub records: u64,
     /// The worker it lands on.
     pub worker: usize,
@@ -52,6 +57,7 @@ pub(crate) fn merge(samples: Vec<KeysEvent>, peers: usize) -> Vec<KeysReport> {
                 place: sample.place.clone(),
                 address: sample.address.clone(),
                 records: 0,
+                sampled: 0,
                 landed: vec![0; peers],
                 landed_spread: Spread::of(&[]),
                 keys: Vec::new(),
@@ -59,6 +65,7 @@ pub(crate) fn merge(samples: Vec<KeysEvent>, peers: usize) -> Vec<KeysReport> {
             (place, BTreeMap::new())
         });
         place.records += sample.records;
+        place.sampled += sample.sampled;
         for (worker, landed) in sample.landed.iter().enumerate().filter(|&(worker, _)| worker < peers) {
             place.landed[worker] += landed;
         }
@@ -78,7 +85,12 @@ pub(crate) fn merge(samples: Vec<KeysEvent>, peers: usize) -> Vec<KeysReport> {
             // A key counted only within the counters' error is not named.
             let mut keys: Vec<KeyShare> = keys.into_values().filter(|key| key.records > 0).collect();
             for key in &mut keys {
-                key.share = key.records as f64 / place.records.max(1) as f64;
+                key.share = key.records as f64 / place.sampled.max(1) as f64;
+            }
+            // The sampled records stand for all of them.
+            let scale = place.records as f64 / place.sampled.max(1) as f64;
+            for landed in &mut place.landed {
+                *landed = (*landed as f64 * scale).round() as u64;
             }
             keys.sort_by(|a, b| b.records.cmp(&a.records).then_with(|| a.key.cmp(&b.key)));
             keys.truncate(LISTED);
@@ -99,7 +111,8 @@ mod tests {
             place: "words".into(),
             address: vec![0, 4],
             worker,
-            records,
+            records: 16 * records,
+            sampled: records,
             landed,
             keys: keys
                 .iter()
@@ -128,7 +141,8 @@ mod tests {
         let places = merge(samples, 2);
         assert_eq!(places.len(), 1);
         let words = &places[0];
-        assert_eq!((words.records, words.landed.clone()), (200, vec![70, 130]));
+        assert_eq!((words.records, words.sampled), (3200, 200));
+        assert_eq!(words.landed, [16 * 70, 16 * 130]);
         assert_eq!(words.landed_spread.busiest, 1);
         let named: Vec<(&str, f64, usize)> = words.keys.iter().map(|k| (k.key.as_str(), k.share, k.worker)).collect();
         assert_eq!(named, [("\"the\"", 0.4, 1), ("\"of\"", 0.1, 0), ("\"a\"", 0.05, 0)]);

@@ -1,17 +1,20 @@
 //! Which keys make a place skewed: a pass-through operator that samples the
-//! keys of the records passing, and the worker each lands on, and logs its
-//! worker's heaviest keys, named by their `Debug` form, under
+//! keys of the records passing (one in [`SAMPLED`] on average, drawn at
+//! random: the others cost nothing), and the worker each lands on, and
+//! logs its worker's heaviest keys, named by their `Debug` form, under
 //! [`LOG_NAME`]. The skew report lists them per sampled place.
 //!
 //! Each worker keeps a SpaceSaving summary of [`COUNTERS`] counters over
-//! the keys' hashes, the keys that are in it, and its records per landing
-//! worker: bounded however long a program runs.
+//! the sampled keys' hashes, the keys that are in it, and its sampled
+//! records per landing worker: bounded however long a program runs.
 
 use std::collections::HashMap;
 use std::fmt::Debug;
-use std::hash::Hash;
+use std::hash::{BuildHasherDefault, Hash};
 use std::time::Duration;
 
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
@@ -19,7 +22,7 @@ use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::StreamVec;
 use timely::progress::Timestamp;
 
-use crate::common::hash::key_hash;
+use crate::common::hash::{key_hash, FingerprintHasher};
 use crate::pkg::sim::SpaceSaving;
 
 /// The name the doctor's own events are logged under: the key samplers'.
@@ -31,6 +34,9 @@ pub type KeysEventBuilder = CapacityContainerBuilder<Vec<(Duration, KeysEvent)>>
 /// Counters of each worker's summary: keys with more than 1/64 of a
 /// worker's records are always among them.
 pub(crate) const COUNTERS: usize = 64;
+
+/// One record in this many is sampled, on average.
+pub(crate) const SAMPLED: u64 = 64;
 
 /// Keys each event names, the heaviest first.
 const NAMED: usize = 10;
@@ -50,7 +56,10 @@ pub struct KeysEvent {
     pub worker: usize,
     /// Records it has seen.
     pub records: u64,
-    /// Of those, how many land on each worker, by index.
+    /// Of those, how many it sampled.
+    #[serde(default)]
+    pub sampled: u64,
+    /// Of the sampled, how many land on each worker, by index.
     pub landed: Vec<u64>,
     /// Its heaviest keys, the heaviest first.
     pub keys: Vec<SampledKey>,
@@ -63,7 +72,7 @@ pub struct SampledKey {
     pub key: String,
     /// Its hash, the same on every worker.
     pub hash: u64,
-    /// Its records on this worker: at most this many...
+    /// Its sampled records on this worker: at most this many...
     pub records: u64,
     /// ... and at least `records - error`.
     pub error: u64,
@@ -71,28 +80,59 @@ pub struct SampledKey {
     pub worker: usize,
 }
 
-/// One worker's sample of a place's keys: a pure summary, fed record by
-/// record.
+/// One worker's sample of a place's keys: a pure summary, fed a batch of
+/// records at a time.
 #[derive(Debug)]
 pub(crate) struct KeySample<K> {
     sketch: SpaceSaving,
-    /// The keys in the summary (and some evicted, pruned in bulk).
-    names: HashMap<u64, (K, usize)>,
+    /// The keys in the summary (and some evicted, pruned in bulk), by
+    /// their hashes: a cheap hasher suffices.
+    names: HashMap<u64, (K, usize), BuildHasherDefault<FingerprintHasher>>,
     landed: Vec<u64>,
+    records: u64,
+    /// Records to pass before the next sampled one.
+    skip: u64,
+    random: SmallRng,
 }
 
 impl<K: Debug> KeySample<K> {
-    pub(crate) fn new(peers: usize) -> Self {
-        KeySample {
+    /// A sample over `peers` workers, its draws seeded by `seed`.
+    pub(crate) fn new(peers: usize, seed: u64) -> Self {
+        let mut sample = KeySample {
             sketch: SpaceSaving::new(COUNTERS),
-            names: HashMap::new(),
+            names: HashMap::default(),
             landed: vec![0; peers.max(1)],
-        }
+            records: 0,
+            skip: 0,
+            random: SmallRng::seed_from_u64(seed),
+        };
+        sample.skip = sample.gap();
+        sample
     }
 
-    /// Counts one record of `key`, whose hash is `hash` and whose route
-    /// (as timely's exchange takes it) is `route`.
-    pub(crate) fn observe(&mut self, key: K, hash: u64, route: u64) {
+    /// Records to the next sampled one: geometric, so that each record is
+    /// sampled with probability 1 / [`SAMPLED`] whatever came before.
+    fn gap(&mut self) -> u64 {
+        let uniform: f64 = self.random.random_range(f64::MIN_POSITIVE..1.0);
+        (uniform.ln() / (1.0 - 1.0 / SAMPLED as f64).ln()) as u64
+    }
+
+    /// Samples a batch of `len` records: calls `sampled` with the index of
+    /// each record drawn, which returns its key, hash and route.
+    pub(crate) fn batch(&mut self, len: usize, mut sampled: impl FnMut(usize) -> (K, u64, u64)) {
+        self.records += len as u64;
+        let mut at = self.skip;
+        while at < len as u64 {
+            let (key, hash, route) = sampled(at as usize);
+            self.observe(key, hash, route);
+            at += 1 + self.gap();
+        }
+        self.skip = at - len as u64;
+    }
+
+    /// Counts one sampled record of `key`, whose hash is `hash` and whose
+    /// route (as timely's exchange takes it) is `route`.
+    fn observe(&mut self, key: K, hash: u64, route: u64) {
         let worker = (route % self.landed.len() as u64) as usize;
         self.landed[worker] += 1;
         let counter = self.sketch.insert(hash);
@@ -107,7 +147,7 @@ impl<K: Debug> KeySample<K> {
     }
 
     pub(crate) fn records(&self) -> u64 {
-        self.sketch.seen()
+        self.records
     }
 
     /// The event naming the heaviest keys so far.
@@ -132,7 +172,8 @@ impl<K: Debug> KeySample<K> {
             place: place.to_owned(),
             address: address.to_vec(),
             worker,
-            records: self.records(),
+            records: self.records,
+            sampled: self.sketch.seen(),
             landed: self.landed.clone(),
             keys,
         }
@@ -156,7 +197,7 @@ pub trait SampleKeys<'scope, T: Timestamp, D> {
     ///     let doctor = doctor::register(worker);
     ///     worker.dataflow::<u64, _, _>(|scope| {
     ///         // Key 7 brings half the records.
-    ///         (0..10_000u64)
+    ///         (0..400_000u64)
     ///             .map(|i| if i % 2 == 0 { 7 } else { i })
     ///             .to_stream(scope)
     ///             .sample_keys("words", |word: &u64| *word, |word: &u64| *word)
@@ -168,7 +209,8 @@ pub trait SampleKeys<'scope, T: Timestamp, D> {
     ///         let words = report.keys("words").expect("sampled");
     ///         let hottest = &words.keys[0];
     ///         assert_eq!((hottest.key.as_str(), hottest.worker), ("7", 1));
-    ///         assert!((hottest.share - 0.5).abs() < 0.01);
+    ///         // One record in 64 is sampled, at random: about a half.
+    ///         assert!((hottest.share - 0.5).abs() < 0.03);
     ///     }
     /// })
     /// .unwrap();
@@ -196,17 +238,17 @@ impl<'scope, T: Timestamp, D: Clone + 'static> SampleKeys<'scope, T, D> for Stre
         let place = place.to_owned();
         let name = format!("SampleKeys: {place}");
         self.unary_frontier(Pipeline, &name, move |_, info| {
-            let mut sample = KeySample::new(peers);
+            let mut sample = KeySample::new(peers, key_hash(&(&info.address[..], me)));
             let (mut logged_at, mut frontier_then) = (0, Vec::new());
             move |(input, frontier), output| {
                 input.for_each_stamp(|cap, batches| {
                     let mut session = output.session(&cap);
                     for batch in batches {
-                        for record in batch.iter() {
-                            let key = key(record);
+                        sample.batch(batch.len(), |at| {
+                            let key = key(&batch[at]);
                             let (hash, to) = (key_hash(&key), route(&key));
-                            sample.observe(key, hash, to);
-                        }
+                            (key, hash, to)
+                        });
                         session.give_container(batch);
                     }
                 });
@@ -243,7 +285,7 @@ mod collection {
         /// timely::execute(timely::Config::process(2), |worker| {
         ///     let doctor = doctor::register(worker);
         ///     worker.dataflow::<u64, _, _>(|scope| {
-        ///         let keys = (0..10_000u64).map(|i| if i % 4 == 0 { 3 } else { i });
+        ///         let keys = (0..400_000u64).map(|i| if i % 4 == 0 { 3 } else { i });
         ///         let (_, keys) = scope.new_collection_from(keys);
         ///         keys.sample_keys("counted", |key: &u64| *key).count();
         ///     });
@@ -251,7 +293,7 @@ mod collection {
         ///     if let Some(report) = doctor.report(worker) {
         ///         let counted = report.keys("counted").expect("sampled");
         ///         assert_eq!(counted.keys[0].key, "3");
-        ///         assert!((counted.keys[0].share - 0.25).abs() < 0.01);
+        ///         assert!((counted.keys[0].share - 0.25).abs() < 0.03);
         ///     }
         /// })
         /// .unwrap();
@@ -285,27 +327,50 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_key_with_half_the_records_is_named_with_its_count_and_landing_worker() {
-        let mut sample = KeySample::new(4);
-        let mut truth: HashMap<u64, u64> = HashMap::new();
-        for i in 0..20_000u64 {
-            let key = if i % 2 == 0 { 42 } else { i * 7919 % 10_007 };
-            *truth.entry(key).or_default() += 1;
-            sample.observe(key, key_hash(&key), key);
+    fn a_key_with_half_the_records_is_named_near_its_share_and_landing_worker() {
+        let mut sample = KeySample::new(4, 7);
+        let keys: Vec<u64> = (0..256_000u64)
+            .map(|i| if i % 2 == 0 { 42 } else { i * 7919 % 10_007 })
+            .collect();
+        for batch in keys.chunks(1000) {
+            sample.batch(batch.len(), |at| (batch[at], key_hash(&batch[at]), batch[at]));
         }
         let event = sample.event("here", &[0, 3], 1);
-        assert_eq!(event.records, 20_000);
-        assert_eq!(event.keys[0].key, "42");
-        assert_eq!(event.keys[0].worker, 42 % 4);
-        // SpaceSaving's bounds hold around the true count.
+        assert_eq!(event.records, 256_000);
+        // About one record in SAMPLED, drawn at random: within five
+        // standard deviations.
+        let expected = 256_000.0 / SAMPLED as f64;
+        assert!(
+            (event.sampled as f64 - expected).abs() < 5.0 * expected.sqrt(),
+            "{}",
+            event.sampled
+        );
         let top = &event.keys[0];
-        assert!(top.records >= truth[&42] && top.records - top.error <= truth[&42]);
-        // Every record landed by its route.
-        let mut landed = vec![0u64; 4];
-        for (key, count) in &truth {
-            landed[(key % 4) as usize] += count;
-        }
-        assert_eq!(event.landed, landed);
+        assert_eq!((top.key.as_str(), top.worker), ("42", 42 % 4));
+        let share = (top.records - top.error) as f64 / event.sampled as f64;
+        assert!((share - 0.5).abs() < 0.03, "{share}");
+        // Every sampled record landed by its route: key 42's worker holds
+        // its share and about a quarter of the rest.
+        assert_eq!(event.landed.iter().sum::<u64>(), event.sampled);
+        let own = event.landed[2] as f64 / event.sampled as f64;
+        assert!((own - 0.625).abs() < 0.03, "{own}");
         assert!(sample.names.len() <= 4 * COUNTERS + 1);
+    }
+
+    #[test]
+    fn a_batch_shorter_than_the_gap_samples_nothing_and_carries_it_on() {
+        let mut sample: KeySample<u64> = KeySample::new(2, 1);
+        let gap = sample.skip;
+        let mut drawn = Vec::new();
+        sample.batch(gap as usize, |at| {
+            drawn.push(at);
+            (0, 0, 0)
+        });
+        assert!(drawn.is_empty());
+        sample.batch(1, |at| {
+            drawn.push(at);
+            (0, 0, 0)
+        });
+        assert_eq!(drawn, [0]);
     }
 }

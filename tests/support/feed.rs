@@ -44,3 +44,18 @@ pub fn feed_in_turns<D: differential_dataflow::Data>(
         worker.step();
     }
 }
+
+/// Closes epoch `epoch - 1` on every input (advancing them to `epoch`,
+/// sending what they hold) and steps until `probe` passes it.
+pub fn close_epoch<D: differential_dataflow::Data>(
+    worker: &mut Worker,
+    inputs: &mut [&mut InputSession<u64, D, isize>],
+    epoch: u64,
+    probe: &ProbeHandle<u64>,
+) {
+    for input in inputs.iter_mut() {
+        input.advance_to(epoch);
+        input.flush();
+    }
+    worker.step_while(|| probe.less_than(&epoch));
+}
