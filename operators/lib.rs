@@ -15,7 +15,10 @@
 //!   `skew_distinct`, `skew_min`, `skew_max`, `skew_reduce_associative`;
 //!   in loops, `skew_arrange_by_key` (a split arrangement to enter and
 //!   join with) and `skew_combine` (before a `reduce`).
-//! - [`doctor`]: a skew report of any timely or differential dataflow.
+//! - [`doctor`]: a skew report of any timely or differential dataflow:
+//!   each operator's busiest worker over the mean, over time, where its
+//!   skew comes from, the keys that make it (`sample_keys`), and a page
+//!   that draws the dataflow (`Report::html`).
 //! - [`swarm`]: SWARM. `records.swarm::<App>(&config, policy)` routes points
 //!   and continuous queries to spatial partitions owned by workers, runs the
 //!   application per partition and returns its results as a stream; a

@@ -38,6 +38,10 @@ pub enum Origin {
     /// It came as it is: its records were received as unevenly as they
     /// were sent, from an uneven operator upstream.
     Inherited,
+    /// Its input's exchange sends every record to one worker: a gather by
+    /// design (a coordinator, a final merge), which no repartitioning
+    /// evens out.
+    Gather,
 }
 
 /// Above this busiest over mean, records are uneven.
@@ -97,9 +101,12 @@ pub(crate) fn origin(address: &[usize], channels: &[ChannelReport], peers: usize
         }
         crossed |= channel.between.iter().any(|&(from, to, _)| from != to);
     }
+    let receivers = received.iter().filter(|&&r| r > 0.0).count();
     let (sent, received) = (Spread::of(&sent), Spread::of(&received));
     if received.busiest_over_mean < UNEVEN {
         None
+    } else if crossed && receivers == 1 {
+        Some(Origin::Gather)
     } else if crossed && received.busiest_over_mean > 1.1 * sent.busiest_over_mean {
         Some(Origin::Exchange)
     } else {
@@ -142,6 +149,12 @@ mod tests {
         assert_eq!(channels[0].records, 30);
         assert!(channels[0].between.contains(&(1, 0, 4)));
         assert_eq!(origin(&[0, 2], &channels, 3), Some(Origin::Exchange));
+    }
+
+    #[test]
+    fn every_record_sent_to_one_worker_is_a_gather() {
+        let workers = [received(vec![5, 5, 5]), received(vec![]), received(vec![])];
+        assert_eq!(origin(&[0, 2], &channels(&workers), 3), Some(Origin::Gather));
     }
 
     #[test]

@@ -268,6 +268,7 @@ fn operator(index: usize, op: &OperatorReport, at: &Placed) -> String {
         match op.origin {
             Some(Origin::Exchange) => " · made here",
             Some(Origin::Inherited) => " · inherited",
+            Some(Origin::Gather) => " · a gather",
             None => "",
         }
     )
@@ -278,6 +279,7 @@ fn origin(op: &OperatorReport) -> &'static str {
     match op.origin {
         Some(Origin::Exchange) => "its exchange",
         Some(Origin::Inherited) => "inherited",
+        Some(Origin::Gather) => "a gather",
         None => "",
     }
 }
@@ -318,7 +320,8 @@ function series(op) {
   const x = i => 30 + (w - 40) * ((REPORT.windows[i].start_s + REPORT.windows[i].end_s) / 2 - t0) / Math.max(t1 - t0, 1e-9);
   const y = r => h - 15 - (h - 25) * (r - 1) / (top - 1);
   const points = ratios.map((r, i) => `${x(i).toFixed(1)},${y(r).toFixed(1)}`).join(' ');
-  const busiest = op.series.map(p => p.records.some(r => r > 0) ? p.records.indexOf(Math.max(...p.records)) : p.busy_s.indexOf(Math.max(...p.busy_s)));
+  const receives = op.series.some(p => p.records.some(r => r > 0));
+  const busiest = op.series.map(p => receives ? p.records.indexOf(Math.max(...p.records)) : p.busy_s.indexOf(Math.max(...p.busy_s)));
   const labels = busiest.map((b, i) => (i == 0 || busiest[i - 1] != b) ? `<text x="${x(i).toFixed(1)}" y="${h + 10}" font-size="10" text-anchor="middle">w${b}</text>` : '').join('');
   return `<h3>Busiest ÷ mean per window (and the busiest worker, where it changes)</h3><svg width="${w}" height="${h + 14}">${labels}<line x1="30" x2="${w}" y1="${y(1)}" y2="${y(1)}" stroke="#aaa"/><line x1="30" x2="${w}" y1="${y(1.2)}" y2="${y(1.2)}" stroke="#d99" stroke-dasharray="3 2"/><text x="0" y="${y(1) + 4}" font-size="10">1.0</text><text x="0" y="${y(top) + 8}" font-size="10">${top.toFixed(1)}</text><polyline fill="none" stroke="#c33" stroke-width="2" points="${points}"/>${ratios.map((r, i) => `<circle cx="${x(i).toFixed(1)}" cy="${y(r).toFixed(1)}" r="2.5" fill="#c33"><title>${REPORT.windows[i].start_s.toFixed(1)}-${REPORT.windows[i].end_s.toFixed(1)} s: ${r.toFixed(2)}</title></circle>`).join('')}<text x="30" y="${h - 2}" font-size="10">${t0.toFixed(1)} s</text><text x="${w - 40}" y="${h - 2}" font-size="10">${t1.toFixed(1)} s</text></svg>`;
 }

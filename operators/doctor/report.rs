@@ -205,11 +205,9 @@ fn spread(mut report: OperatorReport) -> OperatorReport {
     } else {
         report.busy_spread.busiest_over_mean
     };
-    // Even, inherited from upstream, or every record on one worker: a
-    // gather by design (a coordinator, a final merge), which no
-    // repartitioning evens out.
-    let receivers = report.records.iter().filter(|&&r| r > 0).count();
-    if report.records_spread.busiest_over_mean < UNEVEN || receivers == 1 || report.origin != Some(Origin::Exchange) {
+    // Only skew made at its own exchange gets a hint: not an even
+    // operator, one that inherits its skew, or a gather by design.
+    if report.records_spread.busiest_over_mean < UNEVEN || report.origin != Some(Origin::Exchange) {
         report.hint = None;
     }
     report

@@ -26,8 +26,9 @@ pub struct OperatorWindow {
     pub records: Vec<u64>,
     /// Seconds it was scheduled on each worker.
     pub busy_s: Vec<f64>,
-    /// The busiest worker's records over the mean (its time's, where it
-    /// received none).
+    /// The busiest worker's records over the mean (1 where it received
+    /// none in this window; its time's, for an operator that never
+    /// receives records).
     pub busiest_over_mean: f64,
 }
 
@@ -73,13 +74,17 @@ pub(crate) fn align(workers: &[WorkerFigures]) -> (Vec<Window>, Series) {
             }
         }
     }
-    for window in series.values_mut().flatten() {
-        let records: Vec<f64> = window.records.iter().map(|&r| r as f64).collect();
-        window.busiest_over_mean = if records.iter().any(|&r| r > 0.0) {
-            Spread::of(&records).busiest_over_mean
-        } else {
-            Spread::of(&window.busy_s).busiest_over_mean
-        };
+    for windows in series.values_mut() {
+        // An operator that receives records reads them in every window
+        // (a window with none is even); one that never does, its time.
+        let receives = windows.iter().any(|w| w.records.iter().any(|&r| r > 0));
+        for window in windows {
+            window.busiest_over_mean = if receives {
+                Spread::of(&window.records.iter().map(|&r| r as f64).collect::<Vec<_>>()).busiest_over_mean
+            } else {
+                Spread::of(&window.busy_s).busiest_over_mean
+            };
+        }
     }
     let timeline = cells
         .iter()
