@@ -1,7 +1,11 @@
 //! Where is a dataflow skewed? A report, for any timely or differential
 //! dataflow, of each operator's records, time and arranged records on
-//! every worker, its busiest worker and what that worker's excess over the
-//! mean costs, from timely's and differential's own logs.
+//! every worker (over the run and per window of time), its busiest worker
+//! and what that worker's excess over the mean costs, whether its skew is
+//! made at its own exchange or inherited (from the channels' records
+//! between workers), and the keys that make it ([`SampleKeys`]), from
+//! timely's and differential's own logs; as a table, JSON, or a page
+//! ([`Report::html`]).
 //!
 //! Register on every worker before building the dataflows to report on,
 //! and ask every worker for the report at the same point of the program
@@ -37,12 +41,13 @@
 //! .unwrap();
 //! ```
 //!
-//! Registering replaces any logger the program registered under `timely`
-//! and `differential/arrange`, and makes timely log every message and
-//! schedule; it listens to the skew-proof operators' log
-//! ([`SKEW_LOG_NAME`](crate::skew::SKEW_LOG_NAME)) for their hot keys
-//! unless the program already does. A program that never registers pays
-//! nothing.
+//! Registering makes timely log every message and schedule, and listens
+//! to differential's arrangements, the skew-proof operators' log
+//! ([`SKEW_LOG_NAME`](crate::skew::SKEW_LOG_NAME)) for their hot keys and
+//! the key samplers' ([`LOG_NAME`]). A logger the program registered
+//! under one of those names before keeps receiving its events, passed on
+//! by the doctor. A program that never registers pays nothing. The guide:
+//! `docs/doctor.md`.
 
 mod edges;
 mod figures;
@@ -85,9 +90,6 @@ type HotKeys = BTreeMap<u64, (BTreeSet<usize>, Option<String>)>;
 
 /// Key samplers' latest events on this worker, by the sampler's address.
 type Samples = BTreeMap<Vec<usize>, KeysEvent>;
-
-/// Most hot keys kept: the skew-proof operators split at most 4 096.
-const MAX_HOT_KEYS: usize = 4096;
 
 /// Most key samplers kept.
 const MAX_SAMPLES: usize = 1024;
@@ -213,6 +215,8 @@ fn listen_to_differential(
 ) {
     use crate::skew::{SkewEvent, SKEW_LOG_NAME};
     use differential_dataflow::logging::DifferentialEvent;
+    /// Most hot keys kept: the skew-proof operators split at most 4 096.
+    const MAX_HOT_KEYS: usize = 4096;
     if let Some(arranged) = figures.map(Rc::clone) {
         chain::<DifferentialEvent>(register, "differential/arrange", move |events| {
             let mut figures = arranged.borrow_mut();
