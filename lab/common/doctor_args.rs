@@ -11,7 +11,7 @@ use crate::common::program::{write_page, write_report};
 use crate::common::Error;
 
 /// The skew report's flags, shared by every example that takes them.
-#[derive(clap::Args, Debug, Clone, Default)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct DoctorArgs {
     /// Write the skew report of this dataflow (`equipoise::doctor`: each
     /// operator's records, busy time and arranged records per worker and
@@ -34,6 +34,18 @@ pub struct DoctorArgs {
     /// also logs every change of every arrangement's batcher.
     #[arg(long)]
     pub doctor_without_arrangements: bool,
+}
+
+/// No report, as without the flags.
+impl Default for DoctorArgs {
+    fn default() -> Self {
+        DoctorArgs {
+            doctor: None,
+            doctor_html: None,
+            doctor_period_ms: Settings::default().period.as_millis() as u64,
+            doctor_without_arrangements: false,
+        }
+    }
 }
 
 impl DoctorArgs {
@@ -72,5 +84,26 @@ impl DoctorArgs {
             write_page(path, report)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_ask_for_no_report_and_a_period_of_zero_is_refused() {
+        assert_eq!(DoctorArgs::default().settings().unwrap(), None);
+        let zero = DoctorArgs {
+            doctor_period_ms: 0,
+            ..DoctorArgs::default()
+        };
+        assert!(zero.settings().unwrap_err().to_string().contains("--doctor-period-ms"));
+        let asked = DoctorArgs {
+            doctor_html: Some("page.html".into()),
+            doctor_period_ms: 250,
+            ..DoctorArgs::default()
+        };
+        assert_eq!(asked.settings().unwrap().unwrap().period, Duration::from_millis(250));
     }
 }
