@@ -111,6 +111,10 @@ fn the_doctor_holds_its_memory_with_a_report_every_period() {
     .unwrap();
     soak.check();
     let reports = reports.lock().unwrap();
+    assert!(
+        reports.len() > 120,
+        "a soak runs past two minutes: EQUIPOISE_SOAK_MINUTES above 2"
+    );
     let (windows, sizes): (Vec<usize>, Vec<usize>) = reports.iter().copied().unzip();
     println!(
         "soak doctor: {} reports, at most {} windows, JSON {:.1} KiB at 2 min, at most {:.1} KiB after",

@@ -259,6 +259,11 @@ impl Figures {
         }
     }
 
+    /// Whether the operator at `address` is among those kept.
+    pub(crate) fn knows(&self, address: &[usize]) -> bool {
+        self.operators.values().any(|op| op.address == address)
+    }
+
     /// Everything this worker's logs said so far.
     pub(crate) fn worker_figures(&self) -> WorkerFigures {
         WorkerFigures {

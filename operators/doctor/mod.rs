@@ -215,7 +215,9 @@ fn listen_to_differential(
 ) {
     use crate::skew::{SkewEvent, SKEW_LOG_NAME};
     use differential_dataflow::logging::DifferentialEvent;
-    /// Most hot keys kept: the skew-proof operators split at most 4 096.
+    /// Most hot keys kept: one skew-proof operator splits at most 4 096 by
+    /// default (`Skew::with_max_hot`); beyond this many, new ones go
+    /// unlisted.
     const MAX_HOT_KEYS: usize = 4096;
     if let Some(arranged) = figures.map(Rc::clone) {
         chain::<DifferentialEvent>(register, "differential/arrange", move |events| {
@@ -272,6 +274,10 @@ impl Doctor {
         }
         // Earlier reports' dataflows are built: what they log is dropped.
         self.figures.borrow_mut().forget_hidden();
+        // A sampler whose dataflow is forgotten is too.
+        let figures = self.figures.borrow();
+        self.samples.borrow_mut().retain(|address, _| figures.knows(address));
+        drop(figures);
         let mine: Gathered = (
             self.figures.borrow().worker_figures(),
             self.hot_keys

@@ -57,8 +57,9 @@ impl Report {
         page.push_str(&self.hot_keys_list());
         page.push_str("</aside>\n</main>\n<script>\nconst REPORT = ");
         let json = serde_json::to_string(self).expect("reports serialize");
-        // A name holding "</script>" must not end the script.
-        page.push_str(&json.replace("</", "<\\/"));
+        // No string may end the script or open a comment in it: JSON
+        // outside its strings holds no `<`, and `\u003c` is one inside.
+        page.push_str(&json.replace('<', "\\u003c"));
         page.push_str(";\n");
         page.push_str(SCRIPT);
         page.push_str("</script>\n</body></html>\n");
@@ -329,7 +330,7 @@ function show(index) {
   const op = REPORT.operators[index];
   document.querySelectorAll('.op').forEach(g => g.classList.toggle('selected', g.dataset.op == index));
   let s = `<h2>${op.name.replace(/</g, '&lt;')} [${op.address}]</h2>`;
-  s += `<p>records busiest ÷ mean ${op.records_spread.busiest_over_mean.toFixed(2)} on worker ${op.records_spread.busiest}` + (op.origin ? `; skew ${op.origin == 'Exchange' ? 'made at its exchange' : 'inherited from upstream'}` : '') + '</p>';
+  s += `<p>records busiest ÷ mean ${op.records_spread.busiest_over_mean.toFixed(2)} on worker ${op.records_spread.busiest}` + (op.origin ? `; skew ${{Exchange: 'made at its exchange', Inherited: 'inherited from upstream', Gather: 'of a gather by design'}[op.origin]}` : '') + '</p>';
   if (op.hint) s += `<p class="hint">${op.hint.replace(/</g, '&lt;')}</p>`;
   s += bars('Records per worker', op.records, v => v.toFixed(0));
   s += bars('Busy seconds per worker', op.busy_s, v => v.toFixed(3));

@@ -109,7 +109,8 @@ impl Series {
                 self.older.push_back(window);
             }
         }
-        if self.older.len() > OLDER {
+        // Periods far apart merge nothing at one level more: until few enough.
+        while self.older.len() > OLDER {
             self.level += 1;
             let span = 1u64 << self.level;
             let mut merged: VecDeque<Window> = VecDeque::new();
@@ -187,6 +188,19 @@ mod tests {
             assert_eq!(window.busy_ns[&1], end - window.start);
         }
         assert_eq!(next, periods);
+    }
+
+    #[test]
+    fn periods_far_apart_keep_the_older_windows_bounded() {
+        let mut series = Series::new(Duration::from_millis(1));
+        // Active periods ever further apart: each aged window merges
+        // with nothing until the span reaches the gaps.
+        for step in 0..400u64 {
+            series.records(Duration::from_millis(step * step * 37), 1, 1);
+        }
+        let windows = series.windows();
+        assert!(windows.len() <= RECENT + OLDER, "{} windows", windows.len());
+        assert_eq!(windows.iter().map(|(w, _)| w.records[&1]).sum::<u64>(), 400);
     }
 
     #[test]
