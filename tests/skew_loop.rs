@@ -50,6 +50,19 @@ where
 /// Roots are fed with the edges, as edges from this node.
 const ROOT: Node = Node::MAX;
 
+/// The fed edges, at outer times.
+type EdgeSet<'s> = VecCollection<'s, u64, (Node, Node), isize>;
+
+/// Nodes with their distances, at outer times.
+type Dists<'s> = VecCollection<'s, u64, (Node, u32), isize>;
+
+/// The fed input's edges, and its roots (edges from `ROOT`) at distance 0.
+fn edges_and_roots(all: EdgeSet<'_>) -> (EdgeSet<'_>, Dists<'_>) {
+    let edges = all.clone().filter(|&(src, _)| src != ROOT);
+    let roots = all.filter(|&(src, _)| src == ROOT).map(|(_, node)| (node, 0u32));
+    (edges, roots)
+}
+
 /// Runs breadth-first search over `edges` (an edge from [`ROOT`] makes its
 /// destination a root) both ways on `workers` workers.
 fn run(workers: usize, edges: Edges, skew: Skew) -> Found {
@@ -72,9 +85,7 @@ fn run(workers: usize, edges: Edges, skew: Skew) -> Found {
         let mut input = InputSession::<u64, (Node, Node), isize>::new();
         let found = Arc::clone(&found2);
         let probe = worker.dataflow::<u64, _, _>(|scope| {
-            let all = input.to_collection(scope);
-            let edges = all.clone().filter(|&(src, _)| src != ROOT);
-            let roots = all.filter(|&(src, _)| src == ROOT).map(|(_, node)| (node, 0u32));
+            let (edges, roots) = edges_and_roots(input.to_collection(scope));
             let split = edges.clone().skew_arrange_by_key_with(skew);
             let (start, inner_found) = (roots.clone(), Arc::clone(&found));
             let dists = roots.clone().iterate(|inner, dists| {
@@ -207,9 +218,7 @@ fn one_split_arrangement_serves_joins_outside_and_inside_the_loop() {
             let mut input = InputSession::<u64, (Node, Node), isize>::new();
             let found = Arc::clone(&found2);
             let probe = worker.dataflow::<u64, _, _>(|scope| {
-                let all = input.to_collection(scope);
-                let edges = all.clone().filter(|&(src, _)| src != ROOT);
-                let roots = all.filter(|&(src, _)| src == ROOT).map(|(_, node)| (node, 0u32));
+                let (edges, roots) = edges_and_roots(input.to_collection(scope));
                 let split = edges.clone().skew_arrange_by_key();
                 // Outside: each edge with its source's out-degree.
                 let degrees = edges.clone().map(|(src, _)| src).count();

@@ -252,13 +252,16 @@ impl<'scope, T: Timestamp, D: Clone + 'static> SampleKeys<'scope, T, D> for Stre
                         session.give_container(batch);
                     }
                 });
-                let now: Vec<T> = frontier.frontier().to_vec();
+                // The frontier is copied only when it moved: not on every activation.
+                let moved = *frontier.frontier() != frontier_then[..];
+                if moved {
+                    frontier_then = frontier.frontier().to_vec();
+                }
                 let seen = sample.records();
-                if seen > logged_at && (now != frontier_then || seen - logged_at >= LOG_EVERY) {
+                if seen > logged_at && (moved || seen - logged_at >= LOG_EVERY) {
                     logger.log(sample.event(&place, &info.address, me));
                     logged_at = seen;
                 }
-                frontier_then = now;
             }
         })
     }
