@@ -257,7 +257,9 @@ fn run_worker(worker: &mut timely::worker::Worker, config: &WordcountConfig) -> 
             true => exchange_and_count(keys, count),
             false => {
                 let grouping = config.grouping.with_slack(config.slack);
-                let pact = Grouped::with_grouping(grouping, |(key, ()): &(String, ())| key_hash(key));
+                // Head keys named in the log (and the report) by their word.
+                let pact = Grouped::with_grouping(grouping, |(key, ()): &(String, ())| key_hash(key))
+                    .with_key_names(|(key, ()): &(String, ())| key.clone());
                 keys.pkg_partials(pact, count)
             }
         }

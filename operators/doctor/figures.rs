@@ -259,6 +259,11 @@ impl Figures {
         }
     }
 
+    /// The operator (and input port) channel `id` enters, if it is kept.
+    pub(crate) fn target_of(&self, id: usize) -> Option<&(Vec<usize>, usize)> {
+        self.channels.get(&id).map(|channel| &channel.target)
+    }
+
     /// Whether the operator at `address` is among those kept.
     pub(crate) fn knows(&self, address: &[usize]) -> bool {
         self.operators.values().any(|op| op.address == address)

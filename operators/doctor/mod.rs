@@ -3,7 +3,8 @@
 //! every worker (over the run and per window of time), its busiest worker
 //! and what that worker's excess over the mean costs, whether its skew is
 //! made at its own exchange or inherited (from the channels' records
-//! between workers), and the keys that make it ([`SampleKeys`]), from
+//! between workers), and the keys that make it ([`SampleKeys`], and the
+//! heads of PKG's D-/W-Choices pacts), from
 //! timely's and differential's own logs; as a table, JSON, or a page
 //! ([`Report::html`]).
 //!
@@ -43,14 +44,17 @@
 //!
 //! Registering makes timely log every message and schedule, and listens
 //! to differential's arrangements, the skew-proof operators' log
-//! ([`SKEW_LOG_NAME`](crate::skew::SKEW_LOG_NAME)) for their hot keys and
-//! the key samplers' ([`LOG_NAME`]). A logger the program registered
+//! ([`SKEW_LOG_NAME`](crate::skew::SKEW_LOG_NAME)) for their hot keys,
+//! PKG's pacts' ([`pkg::LOG_NAME`](crate::pkg::LOG_NAME)) for their heads
+//! and the key samplers' ([`LOG_NAME`]). A logger the program registered
 //! under one of those names before keeps receiving its events, passed on
 //! by the doctor. A program that never registers pays nothing. The guide:
 //! `docs/doctor.md`.
 
 mod edges;
 mod figures;
+mod heads;
+mod hot_keys;
 mod key_shares;
 mod keys;
 mod layout;
@@ -61,7 +65,7 @@ mod spread;
 mod timeline;
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -70,6 +74,7 @@ use timely::logging_core::Registry;
 use timely::worker::Worker;
 
 pub use edges::{ChannelReport, Origin};
+pub use heads::{HeadKeyReport, HeadReport};
 pub use key_shares::{KeyShare, KeysReport};
 #[cfg(feature = "differential")]
 pub use keys::SampleCollectionKeys;
@@ -80,13 +85,11 @@ pub use timeline::{OperatorWindow, Window};
 
 use crate::common::gather::gather_at_first_worker;
 use figures::{Figures, WorkerFigures};
+use heads::{Heads, SenderHead};
+use hot_keys::{HotKeys, SentHotKey, MAX_HOT_KEYS};
 
 /// The name of the doctor's own dataflows, which it leaves out.
 const DOCTOR: &str = "EquipoiseDoctor";
-
-/// Hot keys by hash, with the workers each was split over or combined on,
-/// and its name where the operator that found it gave one.
-type HotKeys = BTreeMap<u64, (BTreeSet<usize>, Option<String>)>;
 
 /// Key samplers' latest events on this worker, by the sampler's address.
 type Samples = BTreeMap<Vec<usize>, KeysEvent>;
@@ -136,6 +139,7 @@ pub struct Doctor {
     figures: Rc<RefCell<Figures>>,
     hot_keys: Rc<RefCell<HotKeys>>,
     samples: Rc<RefCell<Samples>>,
+    heads: Rc<RefCell<Heads>>,
 }
 
 /// Starts gathering this worker's figures, with the default [`Settings`]:
@@ -154,8 +158,9 @@ pub fn register_without_arrangements(worker: &mut Worker) -> Doctor {
 pub fn register_with(worker: &mut Worker, settings: Settings) -> Doctor {
     let doctor = Doctor {
         figures: Rc::new(RefCell::new(Figures::hiding(DOCTOR, settings.period))),
-        hot_keys: Rc::new(RefCell::new(HotKeys::new())),
+        hot_keys: Rc::new(RefCell::new(HotKeys::new(MAX_HOT_KEYS))),
         samples: Rc::new(RefCell::new(Samples::new())),
+        heads: Rc::new(RefCell::new(Heads::default())),
     };
     if let Some(mut register) = worker.log_register() {
         let timely = Rc::clone(&doctor.figures);
@@ -172,6 +177,13 @@ pub fn register_with(worker: &mut Worker, settings: Settings) -> Doctor {
                 if samples.len() < MAX_SAMPLES || samples.contains_key(&event.address) {
                     samples.insert(event.address.clone(), event.clone());
                 }
+            }
+        });
+        let heads = Rc::clone(&doctor.heads);
+        chain::<crate::pkg::PkgEvent>(&mut register, crate::pkg::LOG_NAME, move |events| {
+            let mut heads = heads.borrow_mut();
+            for (_, event) in events {
+                heads.event(event);
             }
         });
         #[cfg(feature = "differential")]
@@ -215,10 +227,6 @@ fn listen_to_differential(
 ) {
     use crate::skew::{SkewEvent, SKEW_LOG_NAME};
     use differential_dataflow::logging::DifferentialEvent;
-    /// Most hot keys kept: one skew-proof operator splits at most 4 096 by
-    /// default (`Skew::with_max_hot`); beyond this many, new ones go
-    /// unlisted.
-    const MAX_HOT_KEYS: usize = 4096;
     if let Some(arranged) = figures.map(Rc::clone) {
         chain::<DifferentialEvent>(register, "differential/arrange", move |events| {
             let mut figures = arranged.borrow_mut();
@@ -251,13 +259,7 @@ fn listen_to_differential(
                 _ => Vec::new(),
             };
             for (key, worker, name) in found {
-                if hot.len() < MAX_HOT_KEYS || hot.contains_key(&key) {
-                    let (workers, named) = hot.entry(key).or_default();
-                    workers.insert(worker);
-                    if named.is_none() {
-                        *named = name.cloned();
-                    }
-                }
+                hot.found(key, worker, name.map(String::as_str));
             }
         }
     });
@@ -278,45 +280,32 @@ impl Doctor {
         let figures = self.figures.borrow();
         self.samples.borrow_mut().retain(|address, _| figures.knows(address));
         drop(figures);
+        let heads = self.heads.borrow_mut().of_known(&self.figures.borrow());
         let mine: Gathered = (
             self.figures.borrow().worker_figures(),
-            self.hot_keys
-                .borrow()
-                .iter()
-                .map(|(&key, (workers, name))| (key, workers.iter().copied().collect::<Vec<_>>(), name.clone()))
-                .collect::<Vec<_>>(),
+            self.hot_keys.borrow().sent(),
             self.samples.borrow().values().cloned().collect(),
+            heads,
         );
         let gathered = gather_at_first_worker(worker, DOCTOR, mine);
         if worker.index() != 0 {
             return None;
         }
-        let (mut figures, mut hot_keys, mut samples) = (Vec::new(), HotKeys::new(), Vec::new());
-        for (worker_figures, hot, sampled) in gathered {
+        let (mut figures, mut hot, mut samples, mut heads) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (worker_figures, worker_hot, sampled, worker_heads) in gathered {
             figures.push(worker_figures);
-            for (key, workers, name) in hot {
-                let (all, named) = hot_keys.entry(key).or_default();
-                all.extend(workers);
-                if named.is_none() {
-                    *named = name;
-                }
-            }
+            hot.extend(worker_hot);
             samples.extend(sampled);
+            heads.extend(worker_heads);
         }
-        let names = hot_keys
-            .iter()
-            .filter_map(|(&key, (_, name))| Some((key, name.clone()?)))
-            .collect();
-        let hot_keys = hot_keys
-            .into_iter()
-            .map(|(key, (workers, _))| (key, workers.into_iter().collect()))
-            .collect();
+        let (hot_keys, names) = hot_keys::merge(hot);
         let mut report = Report::new(figures, hot_keys, samples);
         report.hot_key_names = names;
+        report.heads = heads::merge(heads, |address| report.name_of(address));
         Some(report)
     }
 }
 
-/// What a worker sends for the report: its figures, the hot keys it saw
-/// and its key samplers' latest events.
-type Gathered = (WorkerFigures, Vec<(u64, Vec<usize>, Option<String>)>, Vec<KeysEvent>);
+/// What a worker sends for the report: its figures, the hot keys it saw,
+/// its key samplers' latest events and its pacts' heads.
+type Gathered = (WorkerFigures, Vec<SentHotKey>, Vec<KeysEvent>, Vec<SenderHead>);

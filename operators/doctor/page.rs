@@ -55,6 +55,7 @@ impl Report {
         page.push_str(&self.costliest());
         page.push_str(&self.keys_tables());
         page.push_str(&self.hot_keys_list());
+        page.push_str(&self.heads_tables());
         page.push_str("</aside>\n</main>\n<script>\nconst REPORT = ");
         let json = serde_json::to_string(self).expect("reports serialize");
         // No string may end the script or open a comment in it: JSON
@@ -227,6 +228,34 @@ impl Report {
         }
         list.push_str("</table></section>\n");
         list
+    }
+
+    /// The heads PKG's D-/W-Choices pacts spread wider.
+    fn heads_tables(&self) -> String {
+        let mut tables = String::new();
+        for head in &self.heads {
+            let _ = writeln!(
+                tables,
+                "<section class=\"heads\"><h2>PKG head into “{}” {:?}</h2><p>{} keys, each over up to {} workers.</p><table><tr><th>key</th><th>over workers</th><th>senders</th></tr>",
+                escape(&head.operator),
+                head.target.0,
+                head.keys.len(),
+                head.choices
+            );
+            for key in head.keys.iter().take(COSTLIEST) {
+                let name = key
+                    .name
+                    .as_deref()
+                    .map_or_else(|| format!("fingerprint {:#x}", key.key), escape);
+                let _ = writeln!(
+                    tables,
+                    "<tr><td><code>{name}</code></td><td>{}</td><td>{}</td></tr>",
+                    key.workers, key.senders
+                );
+            }
+            tables.push_str("</table></section>\n");
+        }
+        tables
     }
 }
 

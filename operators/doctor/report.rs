@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::edges::{self, ChannelReport, Origin, UNEVEN};
 use super::figures::{OperatorFigures, WorkerFigures};
+use super::heads::HeadReport;
 use super::key_shares::{self, KeysReport};
 use super::keys::KeysEvent;
 use super::spread::Spread;
@@ -86,6 +87,10 @@ pub struct Report {
     /// heaviest keys.
     #[serde(default)]
     pub keys: Vec<KeysReport>,
+    /// The heads PKG's D-Choices and W-Choices pacts spread wider, by the
+    /// operator they feed.
+    #[serde(default)]
+    pub heads: Vec<HeadReport>,
 }
 
 /// The operators the table shows: the costliest.
@@ -140,7 +145,18 @@ impl Report {
             channels,
             windows,
             keys: key_shares::merge(samples, peers),
+            heads: Vec::new(),
         }
+    }
+
+    /// The name of the operator or scope at `address` (empty if neither).
+    pub(crate) fn name_of(&self, address: &[usize]) -> String {
+        let operators = self.operators.iter().map(|op| (op.address.as_slice(), &op.name));
+        let scopes = self.scopes.iter().map(|(at, name)| (at.as_slice(), name));
+        operators
+            .chain(scopes)
+            .find(|(at, _)| *at == address)
+            .map_or_else(String::new, |(_, name)| name.clone())
     }
 
     /// The operator named `name` (the first, costliest, of that name).
@@ -308,6 +324,13 @@ impl fmt::Display for Report {
                 writeln!(f, " (among them {})", named.join(", "))?;
             }
         }
+        self.keys_lines(f)
+    }
+}
+
+impl Report {
+    /// The sampled places' and the PKG heads' lines of the table form.
+    fn keys_lines(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for place in &self.keys {
             let keys: Vec<String> = place
                 .keys
@@ -323,6 +346,23 @@ impl fmt::Display for Report {
                 place.records,
                 place.landed_spread.busiest_over_mean,
                 place.landed_spread.busiest,
+                keys.join(", ")
+            )?;
+        }
+        for head in &self.heads {
+            let keys: Vec<String> = head
+                .keys
+                .iter()
+                .take(5)
+                .map(|key| key.name.clone().unwrap_or_else(|| format!("{:#x}", key.key)))
+                .collect();
+            writeln!(
+                f,
+                "PKG head into \"{}\" {:?}: {} keys over up to {} workers: {}",
+                head.operator,
+                head.target.0,
+                head.keys.len(),
+                head.choices,
                 keys.join(", ")
             )?;
         }

@@ -3,7 +3,8 @@
 //! its dataflow, and every [`Grouped`](super::Grouped) pact on that worker
 //! logs, per period of its own, what it sent to each worker
 //! ([`PkgEvent::Period`]), and, under D-Choices and W-Choices, the head it
-//! spreads wider when that changed ([`PkgEvent::Head`]). Nobody listening
+//! spreads wider when that changed ([`PkgEvent::Head`], with the keys'
+//! names when the pact has a name function). Nobody listening
 //! costs one branch per batch: a pact looks its logger up once, when it is
 //! connected.
 
@@ -59,6 +60,11 @@ pub enum PkgEvent {
         choices: usize,
         /// The head now, in no particular order (empty: no key stands out).
         keys: Vec<HeadKey>,
+        /// The head keys' names (their `Debug` forms) by fingerprint, those
+        /// known: a pact names them only when given a name function
+        /// ([`Grouped::with_key_names`](super::Grouped::with_key_names)).
+        #[serde(default)]
+        names: Vec<(u64, String)>,
     },
 }
 
@@ -73,6 +79,8 @@ pub(crate) struct PactLog {
     counts: SendCounts,
     logged: Vec<u64>,
     head_version: u64,
+    // How many head keys the last head event named.
+    named: usize,
 }
 
 impl PactLog {
@@ -92,6 +100,7 @@ impl PactLog {
             next: Instant::now() + period,
             logged: Vec::new(),
             head_version: 0,
+            named: 0,
         }
     }
 
@@ -106,12 +115,15 @@ impl PactLog {
         due
     }
 
-    /// At a period's end: a head event if the router's head changed in it.
-    pub(crate) fn head(&mut self, router: &impl Router) {
+    /// At a period's end, and when the pact is dropped: a head event if the
+    /// router's head changed, or more of its keys were named, since the
+    /// last.
+    pub(crate) fn head(&mut self, router: &impl Router, names: Vec<(u64, String)>) {
         let version = router.head_version();
-        if version != self.head_version {
+        if version != self.head_version || names.len() > self.named {
             let changes = version - self.head_version;
             self.head_version = version;
+            self.named = names.len();
             let (choices, keys) = router.head();
             self.logger.log(PkgEvent::Head {
                 worker: self.worker,
@@ -119,6 +131,7 @@ impl PactLog {
                 changes,
                 choices,
                 keys,
+                names,
             });
         }
     }

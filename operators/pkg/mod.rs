@@ -14,6 +14,7 @@ mod events;
 mod grouping;
 mod head_aware;
 mod head_index;
+mod head_names;
 mod head_shape;
 mod key;
 mod pact;

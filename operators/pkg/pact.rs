@@ -1,6 +1,7 @@
 //! Exchange pacts driven by a routing policy: partial key grouping and its
 //! baselines, usable wherever timely accepts a pact.
 
+use std::fmt::Debug;
 use std::marker::PhantomData;
 use std::rc::Rc;
 use std::time::Duration;
@@ -18,6 +19,7 @@ use timely::worker::Worker;
 use super::events::{PactLog, PkgEventBuilder, DEFAULT_LOG_PERIOD, LOG_NAME};
 use super::grouping::{Grouping, Router, SendCounts};
 use super::head_aware::HeadAware;
+use super::head_names::{HeadNames, NameFn};
 use super::key::Key;
 use super::partial_key::Pkg;
 use super::potc::Potc;
@@ -56,6 +58,7 @@ pub struct Grouped<G, D, F> {
     grouping: G,
     key: F,
     cost: Option<CostFn<D>>,
+    name: Option<NameFn<D>>,
     counts: SendCounts,
     log_period: Duration,
     _data: PhantomData<D>,
@@ -136,6 +139,7 @@ impl<G: Grouping, D, F: FnMut(&D) -> u64> Grouped<G, D, F> {
             grouping,
             key,
             cost: None,
+            name: None,
             counts: SendCounts::default(),
             log_period: DEFAULT_LOG_PERIOD,
             _data: PhantomData,
@@ -145,6 +149,31 @@ impl<G: Grouping, D, F: FnMut(&D) -> u64> Grouped<G, D, F> {
     /// Weighs each record by `cost` in the load estimate (default: 1 each).
     pub fn with_cost(mut self, cost: impl FnMut(&D) -> u64 + 'static) -> Self {
         self.cost = Some(Box::new(cost));
+        self
+    }
+
+    /// Names the head keys D-Choices and W-Choices spread wider, in the
+    /// pact's log ([`PkgEvent::Head`](super::PkgEvent::Head)) and so in the
+    /// skew report ([`doctor`](crate::doctor)), by the `Debug` form of
+    /// `name` of one of their records (the key the fingerprint is of).
+    /// Costs nothing while nobody listens, and a look-up per record only
+    /// while a head key is unnamed.
+    ///
+    /// ```
+    /// use timely::dataflow::operators::{Inspect, ToStream};
+    /// use equipoise::pkg::key_hash;
+    /// use equipoise::pkg::{Grouped, PkgCount};
+    ///
+    /// timely::example(|scope| {
+    ///     let pact = Grouped::d_choices(|(word, _): &(String, u64)| key_hash(word))
+    ///         .with_key_names(|(word, _): &(String, u64)| word.clone());
+    ///     [("a", 1), ("b", 2)].map(|(w, n)| (w.to_owned(), n)).to_stream(scope)
+    ///         .pkg_count_running(pact)
+    ///         .inspect(|((word, _), count)| println!("{word}: {count}"));
+    /// });
+    /// ```
+    pub fn with_key_names<N: Debug>(mut self, mut name: impl FnMut(&D) -> N + 'static) -> Self {
+        self.name = Some(Box::new(move |record| format!("{:?}", name(record))));
         self
     }
 
@@ -189,8 +218,11 @@ where
             .map(|logger| PactLog::new(logger, worker.index(), identifier, self.log_period, self.counts.clone()));
         // With one worker the distributor is never called: the pusher logs.
         let (distributor_log, pusher_log) = if peers == 1 { (None, log) } else { (log, None) };
+        // Names only for a listener.
+        let names = self.name.filter(|_| distributor_log.is_some()).map(HeadNames::new);
         let distributor = RoutingDistributor {
             router: self.grouping.router(peers, worker.index()),
+            names,
             key: self.key,
             cost: self.cost,
             destinations: Vec::new(),
@@ -214,7 +246,7 @@ where
 
 /// The sending end of a [`Grouped`] pact: timely's exchange pusher, routing
 /// each record by the policy and batching per destination.
-pub struct GroupedPusher<T, D, R, F> {
+pub struct GroupedPusher<T, D, R: Router, F> {
     exchange: Exchange<T, LoggedPusher<T, D>, RoutingDistributor<D, R, F>>,
     // With one worker timely's exchange passes batches through unrouted:
     // count them here.
@@ -243,8 +275,9 @@ where
 
 /// Routes each record of a batch by the policy into per-destination
 /// buffers, and sends a buffer when it fills or the stamp changes.
-struct RoutingDistributor<D, R, F> {
+struct RoutingDistributor<D, R: Router, F> {
     router: R,
+    names: Option<HeadNames<D>>,
     key: F,
     cost: Option<CostFn<D>>,
     // A batch's destinations, when the router routes apart; kept for reuse.
@@ -262,6 +295,9 @@ impl<D, R: Router, F: FnMut(&D) -> u64> Distributor<Vec<D>> for RoutingDistribut
         stamp: &Stamp<T>,
         pushers: &mut [P],
     ) {
+        if let Some(names) = &mut self.names {
+            names.observe(container, &mut self.key);
+        }
         let (key, cost) = (&mut self.key, &mut self.cost);
         let mut fingerprint = |datum: &D| (key(datum), cost.as_mut().map_or(1, |cost| cost(datum)));
         let (buffers, sent) = (&mut self.buffers, &mut self.sent);
@@ -295,10 +331,16 @@ impl<D, R: Router, F: FnMut(&D) -> u64> Distributor<Vec<D>> for RoutingDistribut
         for (count, routed) in self.counts.0.borrow_mut().iter_mut().zip(routed) {
             *count = routed;
         }
+        if let Some(names) = &mut self.names {
+            names.follow(&self.router);
+        }
         if let Some(log) = &mut self.log
             && log.due()
         {
-            log.head(&self.router);
+            log.head(
+                &self.router,
+                self.names.as_ref().map_or_else(Vec::new, HeadNames::names),
+            );
             log.log_period();
         }
     }
@@ -308,6 +350,19 @@ impl<D, R: Router, F: FnMut(&D) -> u64> Distributor<Vec<D>> for RoutingDistribut
             if !buffer.is_empty() {
                 send(buffer, sent, stamp, pusher);
             }
+        }
+    }
+}
+
+impl<D, R: Router, F> Drop for RoutingDistributor<D, R, F> {
+    /// The head as it ends (a run shorter than the log's period logs it
+    /// only here); the log's own drop logs the last period.
+    fn drop(&mut self) {
+        if let Some(log) = &mut self.log {
+            log.head(
+                &self.router,
+                self.names.as_ref().map_or_else(Vec::new, HeadNames::names),
+            );
         }
     }
 }

@@ -640,3 +640,72 @@ fn the_differential_examples_zipf_join_names_its_hottest_key_at_its_true_share()
     let share = named["share"].as_f64().unwrap();
     assert!((share - truth).abs() <= 0.02, "{share} against {truth}");
 }
+
+/// A D-Choices count of words, one of which brings 30 % of the records,
+/// on `workers` workers: the report, and each word's count by brute force.
+fn d_choices_report(workers: usize) -> (Report, std::collections::HashMap<String, u64>) {
+    use equipoise::pkg::{key_hash, Grouped, PkgCount};
+    use timely::dataflow::operators::{Input, Probe};
+    use timely::dataflow::ProbeHandle;
+    const WORDS: u64 = 60_000;
+    let word = |i: u64| {
+        if i % 10 < 3 {
+            "hot".to_owned()
+        } else {
+            format!("w{}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15) % 5_000)
+        }
+    };
+    let report = at_worker_0(
+        timely::execute(timely::Config::process(workers), move |worker| {
+            let doctor = doctor::register(worker);
+            let probe = ProbeHandle::new();
+            let mut input = worker.dataflow::<u64, _, _>(|scope| {
+                let (input, words) = scope.new_input::<Vec<String>>();
+                let pact = Grouped::d_choices(|word: &String| key_hash(word)).with_key_names(String::clone);
+                words.pkg_count_running(pact).probe_with(&probe);
+                input
+            });
+            let (index, peers) = (worker.index() as u64, worker.peers() as u64);
+            for i in (index..WORDS).step_by(peers as usize) {
+                input.send(word(i));
+            }
+            input.close();
+            while worker.step() {}
+            doctor.report(worker)
+        })
+        .unwrap(),
+    );
+    let mut counts = std::collections::HashMap::new();
+    for i in 0..WORDS {
+        *counts.entry(word(i)).or_insert(0) += 1;
+    }
+    (report, counts)
+}
+
+#[test]
+fn the_report_names_the_keys_a_d_choices_pact_spreads_wider() {
+    // Two workers are both every key's candidates: no head.
+    assert_eq!(d_choices_report(2).0.heads, []);
+    for workers in [3, 4] {
+        let (report, counts) = d_choices_report(workers);
+        let mut heaviest: Vec<(&String, &u64)> = counts.iter().collect();
+        heaviest.sort_by_key(|&(_, &count)| std::cmp::Reverse(count));
+        let top: Vec<String> = heaviest.iter().take(20).map(|(word, _)| format!("{word:?}")).collect();
+        assert_eq!(report.heads.len(), 1, "{workers} workers: {:?}", report.heads);
+        let head = &report.heads[0];
+        assert!(!head.operator.is_empty(), "{head:?}");
+        // The hot word, named as `Debug` writes it, by every sender.
+        let hot = head.keys.iter().find(|key| key.name.as_deref() == Some("\"hot\""));
+        let hot = hot.unwrap_or_else(|| panic!("{workers} workers: {head:?}"));
+        assert_eq!(hot.senders, workers);
+        assert!((2..=workers).contains(&hot.workers), "{hot:?}");
+        // Any other named key is among the heaviest by brute force.
+        for key in &head.keys {
+            let name = key.name.as_ref().expect("every head key named");
+            assert!(top.contains(name), "{name} is not among the 20 heaviest");
+        }
+        assert!(report.to_string().contains("PKG head into"));
+        // The page's table of the head, the word escaped.
+        assert!(report.html().contains("<tr><td><code>&quot;hot&quot;</code></td>"));
+    }
+}
