@@ -1,7 +1,7 @@
 //! What the skew report costs: the differential example (and the word
 //! count) with and without `--doctor` (its keys sampled, its series in
 //! windows of a second and of 100 ms; and for the differential example,
-//! `--doctor` with `--doctor-without-arrangements`), one process at each
+//! `--doctor` with `--doctor-arrangements`), one process at each
 //! worker count, in turn within each round so that all meet the same
 //! machine.
 //!
@@ -72,7 +72,7 @@ fn main() {
             run.clone().with(&["--doctor", &report, "--doctor-period-ms", "100"]),
         ];
         if run.program == "differential" {
-            diagnosed.push(diagnosed[0].clone().with(&["--doctor-without-arrangements"]));
+            diagnosed.push(diagnosed[0].clone().with(&["--doctor-arrangements"]));
         }
         for &workers in &args.workers {
             let shape = Shape::new(1, workers);

@@ -111,7 +111,7 @@ fn run(bin: &Path, flags: &[String], workers: usize, skew: bool, doctor: bool) -
         command.arg("--skew");
     }
     if doctor {
-        command.arg("--doctor").arg(&diagnosis);
+        command.arg("--doctor").arg(&diagnosis).arg("--doctor-arrangements");
     }
     let out = command.output().expect("the graph example runs");
     assert!(

@@ -84,7 +84,8 @@ fn diagnose(args: &Args, skew: bool) -> Result<Report, Error> {
     let facts = args.facts;
     let guards = timely::execute(timely::Config::process(args.workers), move |worker| {
         // Before the dataflow is built: its operators log from the start.
-        let doctor = doctor::register(worker);
+        // The arrangements sized too, which the default leaves out.
+        let doctor = doctor::register_with(worker, doctor::Settings::default().with_arrangements());
         let (index, peers) = (worker.index() as u64, worker.peers() as u64);
         let probe = ProbeHandle::new();
         let (mut facts_in, mut table_in) = worker.dataflow::<u64, _, _>(|scope| {

@@ -29,11 +29,16 @@ pub struct DoctorArgs {
     /// (`doctor::Settings::period`).
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub doctor_period_ms: u64,
-    /// Leave out the records each arrangement holds
-    /// (`doctor::Settings::arrangements`), whose source, differential's log,
-    /// also logs every change of every arrangement's batcher.
-    #[arg(long)]
+    /// Leave out the records each arrangement holds, as the report does
+    /// unless `--doctor-arrangements` is given.
+    #[arg(long, conflicts_with = "doctor_arrangements")]
     pub doctor_without_arrangements: bool,
+    /// Size each arrangement in the report
+    /// (`doctor::Settings::arrangements`), from differential's log, which
+    /// also logs every change of every arrangement's batcher (it cost a
+    /// count 7 % of its CPU).
+    #[arg(long)]
+    pub doctor_arrangements: bool,
 }
 
 /// No report, as without the flags.
@@ -44,6 +49,7 @@ impl Default for DoctorArgs {
             doctor_html: None,
             doctor_period_ms: Settings::default().period.as_millis() as u64,
             doctor_without_arrangements: false,
+            doctor_arrangements: false,
         }
     }
 }
@@ -55,19 +61,21 @@ impl DoctorArgs {
             return Err(Error::invalid("--doctor-period-ms", "must be at least 1"));
         }
         if self.doctor.is_none() && self.doctor_html.is_none() {
-            if self.doctor_without_arrangements {
-                return Err(Error::invalid(
-                    "--doctor-without-arrangements",
-                    "applies with --doctor or --doctor-html only",
-                ));
+            for (flag, given) in [
+                ("--doctor-without-arrangements", self.doctor_without_arrangements),
+                ("--doctor-arrangements", self.doctor_arrangements),
+            ] {
+                if given {
+                    return Err(Error::invalid(flag, "applies with --doctor or --doctor-html only"));
+                }
             }
             return Ok(None);
         }
         let settings = Settings::default().with_period(Duration::from_millis(self.doctor_period_ms));
-        Ok(Some(if self.doctor_without_arrangements {
-            settings.without_arrangements()
+        Ok(Some(if self.doctor_arrangements {
+            settings.with_arrangements()
         } else {
-            settings
+            settings.without_arrangements()
         }))
     }
 
@@ -105,5 +113,38 @@ mod tests {
             ..DoctorArgs::default()
         };
         assert_eq!(asked.settings().unwrap().unwrap().period, Duration::from_millis(250));
+    }
+
+    #[test]
+    fn the_arrangements_are_sized_only_when_asked_for_with_a_report() {
+        let report = DoctorArgs {
+            doctor: Some("report.json".into()),
+            ..DoctorArgs::default()
+        };
+        assert!(!report.settings().unwrap().unwrap().arrangements);
+        let sized = DoctorArgs {
+            doctor_arrangements: true,
+            ..report.clone()
+        };
+        assert!(sized.settings().unwrap().unwrap().arrangements);
+        let alone = DoctorArgs {
+            doctor_arrangements: true,
+            ..DoctorArgs::default()
+        };
+        assert!(alone
+            .settings()
+            .unwrap_err()
+            .to_string()
+            .contains("--doctor-arrangements"));
+        // Both flags at once: clap refuses them, naming both.
+        let both = <DoctorArgs as clap::Args>::augment_args(clap::Command::new("example")).try_get_matches_from([
+            "example",
+            "--doctor",
+            "r.json",
+            "--doctor-arrangements",
+            "--doctor-without-arrangements",
+        ]);
+        let error = both.unwrap_err().to_string();
+        assert!(error.contains("--doctor-arrangements") && error.contains("--doctor-without-arrangements"));
     }
 }

@@ -20,10 +20,12 @@ use super::support::{report, run_example, run_two_processes, scratch};
 const RECORDS: u64 = 40_000;
 
 /// The report of a count (`skew_count` if `skew`) of `key(i)` for `RECORDS`
-/// records, on `workers` workers, asked for twice (the second after nothing
-/// more happened).
+/// records, on `workers` workers, with the arrangements sized, asked for
+/// twice (the second after nothing more happened).
 fn count_report(workers: usize, key: fn(u64) -> u64, skew: bool) -> (Report, Report) {
-    count_report_by(workers, key, skew, doctor::register)
+    count_report_by(workers, key, skew, |worker| {
+        doctor::register_with(worker, doctor::Settings::default().with_arrangements())
+    })
 }
 
 /// [`count_report`], with the doctor registered by `register`.
@@ -134,9 +136,9 @@ fn uniform_keys_report_every_operator_even_and_skew_count_evens_the_skewed() {
 }
 
 #[test]
-fn without_arrangements_the_records_are_the_same_and_no_arrangement_is_sized() {
+fn by_default_the_records_are_the_same_and_no_arrangement_is_sized() {
     let (full, _) = count_report(3, half_on_key_0, false);
-    let (light, _) = count_report_by(3, half_on_key_0, false, doctor::register_without_arrangements);
+    let (light, _) = count_report_by(3, half_on_key_0, false, doctor::register);
     let (full, light) = (
         full.operator("Arrange: Count").unwrap(),
         light.operator("Arrange: Count").unwrap(),
@@ -227,9 +229,46 @@ fn two_processes_report_as_one_process_of_the_same_workers() {
     );
     let two = report(&path);
     assert_eq!(two["workers"], 4);
-    let (one, two) = (named(&one, "Arrange: Count"), named(&two, "Arrange: Count"));
-    assert_eq!(one["records"], two["records"]);
-    assert!(one["busiest_over_mean"].as_f64().unwrap() > 1.2);
+    let (one, two): (Report, Report) = (
+        serde_json::from_value(one).expect("a report"),
+        serde_json::from_value(two).expect("a report"),
+    );
+    let (one_count, two_count) = (
+        one.operator("Arrange: Count").unwrap(),
+        two.operator("Arrange: Count").unwrap(),
+    );
+    assert_eq!(one_count.records, two_count.records);
+    assert!(one_count.busiest_over_mean > 1.2);
+    // Every channel carried the same records between the same workers.
+    let channels = |report: &Report| {
+        let mut channels: Vec<_> = report
+            .channels
+            .iter()
+            .map(|channel| {
+                let mut between = channel.between.clone();
+                between.sort();
+                (channel.source.clone(), channel.target.clone(), between)
+            })
+            .collect();
+        channels.sort();
+        channels
+    };
+    assert_eq!(channels(&one), channels(&two));
+    // Each operator's windows add up to its records, in both.
+    for report in [&one, &two] {
+        for op in report.operators.iter().filter(|op| !op.series.is_empty()) {
+            let summed: Vec<u64> = (0..report.workers)
+                .map(|worker| op.series.iter().map(|window| window.records[worker]).sum())
+                .collect();
+            assert_eq!(summed, op.records, "{}", op.name);
+        }
+    }
+    // The same places sampled, the heaviest key the same at about its share.
+    let places = |report: &Report| report.keys.iter().map(|keys| keys.place.clone()).collect::<Vec<_>>();
+    assert_eq!(places(&one), places(&two));
+    let (one_key, two_key) = (&one.keys[0].keys[0], &two.keys[0].keys[0]);
+    assert_eq!((&one_key.key, one_key.worker), (&two_key.key, two_key.worker));
+    assert!((one_key.share - two_key.share).abs() < 0.05, "{one_key:?} {two_key:?}");
 }
 
 #[test]
@@ -708,4 +747,50 @@ fn the_report_names_the_keys_a_d_choices_pact_spreads_wider() {
         // The page's table of the head, the word escaped.
         assert!(report.html().contains("<tr><td><code>&quot;hot&quot;</code></td>"));
     }
+}
+
+#[test]
+fn two_processes_name_a_d_choices_head_as_one_process_does() {
+    let args = [
+        "--grouping",
+        "dchoices",
+        "--keys",
+        "zipf:1.5:10000",
+        "--records",
+        "200000",
+    ];
+    let heads = |report: &Report| -> Vec<(Option<String>, usize)> {
+        let mut keys: Vec<_> = report.heads[0]
+            .keys
+            .iter()
+            .map(|key| (key.name.clone(), key.senders))
+            .collect();
+        keys.sort();
+        keys
+    };
+    let path = scratch("doctor-dchoices-one.json");
+    let out = run_example(
+        "wordcount",
+        &[&args[..], &["-w", "4", "--doctor", path.to_str().unwrap()]].concat(),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let one: Report = serde_json::from_value(report(&path)).expect("a report");
+    let path = scratch("doctor-dchoices-two.json");
+    run_two_processes(
+        "wordcount",
+        &[&args[..], &["--doctor", path.to_str().unwrap()]].concat(),
+        &scratch("doctor-dchoices-two-run.json"),
+    );
+    let two: Report = serde_json::from_value(report(&path)).expect("a report");
+    // The hottest word, named by all four senders in both.
+    assert!(
+        heads(&one).contains(&(Some("\"k0\"".to_owned()), 4)),
+        "{:?}",
+        heads(&one)
+    );
+    assert!(
+        heads(&two).contains(&(Some("\"k0\"".to_owned()), 4)),
+        "{:?}",
+        heads(&two)
+    );
 }
