@@ -70,6 +70,7 @@ fn run(workers: usize, flags: &[String]) -> Report {
     example::execute(ExampleArgs::parse_from(&all))
         .unwrap_or_else(|e| panic!("throttle {all:?}: {e}"))
         .expect("worker 0 runs in this process")
+        .0
 }
 
 /// Medians of `runs` runs of each of `sources` (flags each), in turn.

@@ -16,6 +16,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
+use equipoise::common::hash::splitmix64;
 use equipoise::shed::{ShedLoop, TimeSliced};
 use equipoise_lab::common::Error;
 use equipoise_lab::shed::cli::{RunArgs, ShedArgs, ShedCommand};
@@ -27,7 +28,7 @@ use timely::worker::Worker;
 fn main() -> ExitCode {
     equipoise_lab::common::program::exit_quietly_on_closed_stdout();
     let result = match ShedArgs::parse().command {
-        ShedCommand::Run(args) => run(args),
+        ShedCommand::Run(args) => run(*args),
         ShedCommand::Identify(args) => args.run(),
     };
     equipoise_lab::common::program::exit_code("shedding", result)
@@ -37,9 +38,11 @@ fn main() -> ExitCode {
 /// worker 0 prints the summary and writes the report.
 fn run(args: RunArgs) -> Result<(), Error> {
     let (job, cluster) = args.job()?;
-    if let Some(report) = run_shedding_with(job, &cluster, worker)? {
+    // `--doctor PATH`: the skew report of the dataflow below.
+    if let Some((report, diagnosed)) = run_shedding_with(job, &cluster, args.doctor.settings()?, worker)? {
         print!("{report}");
         args.write(&report)?;
+        args.doctor.write(diagnosed.as_ref())?;
     }
     Ok(())
 }
@@ -60,9 +63,10 @@ fn worker(worker: &mut Worker, job: &ShedJob) -> WorkerFigures {
                 .input_from(&mut input)
                 .shed_loop_with(&settings, job.controller(), &output, job.drops());
         // Few readers (`--readers one`): the admitted records spread over
-        // every worker.
+        // every worker. The utility's bits are mixed first: timely's exchange
+        // reads a hash's low bits, which a float below 0.5 has at zero.
         let admitted = if job.readers.exchanged() {
-            admitted.exchange(|record: &Record| record.1.to_bits())
+            admitted.exchange(|record: &Record| splitmix64(record.1.to_bits()))
         } else {
             admitted
         };

@@ -30,9 +30,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use clap::Parser;
 use equipoise::common::hash::key_hash;
 use equipoise::common::BusyWork;
+use equipoise::doctor;
 use equipoise::shed::{Auto, LoopEvent, LoopSettings, ThrottleLoop, ThrottlePeriod, TimeSliced, LOG_NAME};
 use equipoise_lab::common::cluster::ClusterArgs;
-use equipoise_lab::common::driver::run_gathered;
+use equipoise_lab::common::driver::run_diagnosed;
 use equipoise_lab::common::latency::LatencySummary;
 use equipoise_lab::common::log_file::LogFile;
 use equipoise_lab::common::program::{exit_code, exit_quietly_on_closed_stdout, write_report};
@@ -96,6 +97,9 @@ pub(crate) struct Args {
     log: Option<PathBuf>,
     #[command(flatten)]
     cluster: ClusterArgs,
+    /// The skew report's flags.
+    #[command(flatten)]
+    doctor: equipoise_lab::common::doctor_args::DoctorArgs,
 }
 
 /// How the input code sends.
@@ -146,22 +150,26 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<(), Error> {
-    let (quiet, path) = (args.quiet, args.report.clone());
-    if let Some(report) = execute(args)? {
+    let (quiet, path, doctor) = (args.quiet, args.report.clone(), args.doctor.clone());
+    if let Some((report, diagnosed)) = execute(args)? {
         if !quiet {
             println!("{report}");
         }
         if let Some(path) = path {
             write_report(&path, &report)?;
         }
+        doctor.write(diagnosed.as_ref())?;
     }
     Ok(())
 }
 
 /// Runs the flags' experiment on this process's workers; the report in the
-/// process that hosts worker 0. (`bench/throttle.rs` runs it too.)
-pub(crate) fn execute(args: Args) -> Result<Option<Report>, Error> {
+/// process that hosts worker 0, with the skew report of the dataflow if
+/// `--doctor` or `--doctor-html` asks for it. (`bench/throttle.rs` runs
+/// it too.)
+pub(crate) fn execute(args: Args) -> Result<Option<(Report, Option<doctor::Report>)>, Error> {
     check(&args)?;
+    let diagnose = args.doctor.settings()?;
     let lines = match &args.file {
         Some(path) => Some(Arc::new(read_lines(path)?)),
         None => None,
@@ -181,8 +189,9 @@ pub(crate) fn execute(args: Args) -> Result<Option<Report>, Error> {
     cluster.agree("--arrival-rate", args.arrival_rate);
     let log = LogFile::for_flag(args.log.as_deref(), &cluster)?;
     let (shared, workers) = (args.clone(), cluster.total_workers());
-    run_gathered(
+    run_diagnosed(
         &cluster,
+        diagnose,
         move |worker| {
             // The throttle's decisions, from timely's logging: registered
             // before the dataflow is built.

@@ -38,9 +38,9 @@ pub struct ShedArgs {
 #[derive(Subcommand, Debug)]
 pub enum ShedCommand {
     /// Run the dataflow under a rate profile with a controller.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Identify the dataflow (PRBS input, ARX fit) and design the PI controller.
-    Identify(IdentifyArgs),
+    Identify(Box<IdentifyArgs>),
 }
 
 /// Flags both subcommands take.
@@ -72,6 +72,9 @@ pub struct RunArgs {
     /// Flags both subcommands take.
     #[command(flatten)]
     pub common: CommonArgs,
+    /// The skew report's flags.
+    #[command(flatten)]
+    pub doctor: crate::common::doctor_args::DoctorArgs,
     /// `auto` (the capacity measured and `bound` designed for it), `bound`
     /// (the paper's PI, given or designed for the nominal capacity, under a
     /// learned margin that keeps the delay under the target), `pi` (the

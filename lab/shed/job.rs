@@ -15,11 +15,12 @@ use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::worker::Worker;
 
 use crate::common::cluster::ClusterArgs;
-use crate::common::driver::run_gathered;
+use crate::common::driver::run_diagnosed;
 use crate::common::latency::LatencySummary;
 use crate::common::Error;
 use equipoise::common::busy_work::BusyWork;
 use equipoise::common::hash::splitmix64;
+use equipoise::doctor;
 
 use super::profile::Profile;
 use super::readers::Readers;
@@ -568,18 +569,21 @@ pub fn run_shedding(job: ShedJob, workers: usize) -> Result<ShedReport, Error> {
 }
 
 /// Runs the job on every worker of `cluster`, each building its dataflow
-/// with `dataflow`; the report in the process that hosts worker 0. The
-/// profile's rate is over all workers of all processes.
+/// with `dataflow`; the report in the process that hosts worker 0, with
+/// the skew report of the dataflow if `diagnose` gives the doctor's
+/// settings. The profile's rate is over all workers of all processes.
 pub fn run_shedding_with(
     job: ShedJob,
     cluster: &ClusterArgs,
+    diagnose: Option<doctor::Settings>,
     dataflow: impl Fn(&mut Worker, &ShedJob) -> WorkerFigures + Send + Sync + 'static,
-) -> Result<Option<ShedReport>, Error> {
+) -> Result<Option<(ShedReport, Option<doctor::Report>)>, Error> {
     job.check()?;
     let shared = job.clone();
     let workers = cluster.total_workers();
-    run_gathered(
+    run_diagnosed(
         cluster,
+        diagnose,
         move |worker| dataflow(worker, &shared),
         move |figures| assemble(&job, workers, figures),
     )
@@ -588,7 +592,7 @@ pub fn run_shedding_with(
 /// [`run_shedding_with`] the dataflow of `examples/shedding.rs`: the loop,
 /// then a processing stage that spends each record's cost.
 pub fn run_shedding_on(job: ShedJob, cluster: &ClusterArgs) -> Result<Option<ShedReport>, Error> {
-    run_shedding_with(job, cluster, |worker, job| {
+    let ran = run_shedding_with(job, cluster, None, |worker, job| {
         job.log_to(worker);
         let testbed = job.testbed();
         let mut input = InputHandle::new();
@@ -602,7 +606,7 @@ pub fn run_shedding_on(job: ShedJob, cluster: &ClusterArgs) -> Result<Option<She
             let processing = testbed.clone();
             // Few readers: the admitted records spread over every worker.
             let admitted = if job.readers.exchanged() {
-                admitted.exchange(|record: &Record| record.1.to_bits())
+                admitted.exchange(|record: &Record| splitmix64(record.1.to_bits()))
             } else {
                 admitted
             };
@@ -619,7 +623,8 @@ pub fn run_shedding_on(job: ShedJob, cluster: &ClusterArgs) -> Result<Option<She
             shedding
         });
         job.feed(worker, &testbed, input, &shedding, &output)
-    })
+    })?;
+    Ok(ran.map(|(report, _)| report))
 }
 
 impl WorkerFigures {

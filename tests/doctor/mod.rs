@@ -794,3 +794,26 @@ fn two_processes_name_a_d_choices_head_as_one_process_does() {
         heads(&two)
     );
 }
+
+#[test]
+fn the_shedding_and_throttle_examples_write_their_reports() {
+    // One reader: the admitted records are exchanged to both workers, as
+    // evenly as a hash spreads them (the report once read 1.51 here, when
+    // the exchange took a float's unmixed bits).
+    let path = scratch("doctor-shedding.json");
+    let args = ["run", "-w", "2", "--duration-s", "1", "--readers", "one", "--doctor"];
+    let out = run_example("shedding", &[&args[..], &[path.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let diagnosed: Report = serde_json::from_value(report(&path)).expect("a report");
+    let process = diagnosed.operator("Process").expect("the costly stage");
+    let records: u64 = process.records.iter().sum();
+    assert!(records > 1000, "{:?}", process.records);
+    assert!(process.busiest_over_mean < 1.1, "{:?}", process.records);
+    let path = scratch("doctor-throttle.json");
+    let args = ["-w", "2", "--duration-s", "1", "--doctor"];
+    let out = run_example("throttle", &[&args[..], &[path.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let diagnosed: Report = serde_json::from_value(report(&path)).expect("a report");
+    assert_eq!(diagnosed.workers, 2);
+    assert!(diagnosed.operator("ThrottleLoop").is_some());
+}
