@@ -1,8 +1,8 @@
 //! SWARM against the best of a family of fine static plans, on a moving
-//! hotspot and on uniform data, the cost of migrations, and balance at 8 and
+//! hotspot, clustered places, the world's real places and uniform data, the cost of migrations, and balance at 8 and
 //! 16 workers.
 //!
-//! `cargo bench --bench swarm_balance -- [--points N] [--queries N] [--work-us X] [--rounds R] [--scale] [--workloads hotspot,clustered,uniform] [--workers 2,4] [--decisions paper,threshold:1.2] [--grid CxR] [--finer] [--batch LINES] [--in-flight N] [--plan-depth N] [--scaling 1,2,4,...,64 [--only-scaling]]`
+//! `cargo bench --bench swarm_balance -- [--points N] [--queries N] [--work-us X] [--rounds R] [--scale] [--workloads hotspot,clustered,places,uniform] [--workers 2,4] [--decisions paper,threshold:1.2] [--grid CxR] [--finer] [--batch LINES] [--in-flight N] [--plan-depth N] [--scaling 1,2,4,...,64 [--only-scaling]]`
 //!
 //! `--scaling` adds a scaling report: per worker count, SWARM and the static
 //! plan of one cell per partition, with the speed-up their balance allows at
@@ -25,6 +25,7 @@ use equipoise_lab::common::cluster::ClusterArgs;
 use equipoise_lab::common::median::{median_by, spread};
 use equipoise_lab::swarm::input::SpatialInput;
 use equipoise_lab::swarm::job::{run_spatial, DecisionSpec, PolicySpec, SpatialJob, SpatialReport};
+use equipoise_lab::swarm::places::Places;
 use equipoise_lab::swarm::workload::{Clustered, Hotspots};
 
 #[derive(Parser, Debug)]
@@ -42,8 +43,8 @@ struct Args {
     /// partition, and SWARM, with a table of per-epoch balance.
     #[arg(long)]
     scale: bool,
-    /// Only these workloads (comma-separated: hotspot, clustered, uniform).
-    #[arg(long, value_delimiter = ',', default_values_t = [String::from("hotspot"), String::from("clustered"), String::from("uniform")])]
+    /// Only these workloads (comma-separated: hotspot, clustered, places, uniform).
+    #[arg(long, value_delimiter = ',', default_values_t = [String::from("hotspot"), String::from("clustered"), String::from("places"), String::from("uniform")])]
     workloads: Vec<String>,
     /// Cells: CxR (columns x rows) over a 1000 x 1000 space.
     #[arg(long, default_value = "64x64")]
@@ -152,12 +153,27 @@ fn main() {
         }
         .generate(&grid),
     );
+    let places = Arc::new(
+        Places {
+            points: args.points,
+            queries: args.queries,
+            ..Places::default()
+        }
+        .generate(&grid),
+    );
+    // The workloads asked for, by name.
+    let workloads: Vec<(&'static str, &Arc<SpatialInput>)> = [
+        ("hotspot", &hotspot),
+        ("clustered", &clustered),
+        ("places", &places),
+        ("uniform", &uniform),
+    ]
+    .into_iter()
+    .filter(|(name, _)| args.workloads.iter().any(|w| w == name))
+    .collect();
     let swarms: Vec<PolicySpec> = args.decisions.iter().copied().map(PolicySpec::Swarm).collect();
     let mut configs = Vec::new();
-    for (name, input) in [("hotspot", &hotspot), ("clustered", &clustered), ("uniform", &uniform)] {
-        if !args.workloads.iter().any(|w| w == name) {
-            continue;
-        }
+    for &(name, input) in &workloads {
         for &workers in args.workers.iter().filter(|_| !args.only_scaling) {
             // Finer plans: powers of 4 from 256 blocks per worker, then one cell per partition.
             let per_cell = cells / workers;
@@ -176,10 +192,7 @@ fn main() {
             }
         }
     }
-    for (name, input) in [("hotspot", &hotspot), ("clustered", &clustered), ("uniform", &uniform)] {
-        if !args.workloads.iter().any(|w| w == name) {
-            continue;
-        }
+    for &(name, input) in &workloads {
         for &workers in &args.scaling {
             // The one-cell static plan, SWARM, and SWARM starting from the one-cell plan.
             let per_cell = (cells / workers).max(1);

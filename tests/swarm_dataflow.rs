@@ -282,12 +282,12 @@ fn the_configured_cost_model_makes_the_decisions() {
 
 #[test]
 fn two_processes_with_migrations_match_one_static_worker() {
-    for app in ["range", "textual"] {
+    for (app, workload) in [("range", "hotspot"), ("textual", "hotspot"), ("range", "places")] {
         let common = [
             "--app",
             app,
             "--workload",
-            "hotspot",
+            workload,
             "--points",
             "20000",
             "--queries",
@@ -299,10 +299,15 @@ fn two_processes_with_migrations_match_one_static_worker() {
             "--round",
             "2",
         ];
-        let single = one_static_worker(&common, &format!("spatial-{app}-single.json"));
+        let single = one_static_worker(&common, &format!("spatial-{app}-{workload}-single.json"));
         assert!(single["matches"].as_u64().unwrap() > 0);
+        // The input's shape is reported: its busiest cell holds a share of
+        // each epoch, and it is what the run read.
+        let shape = &single["workload_shape"];
+        assert!(shape["epochs"].as_u64().unwrap() >= 40, "{shape}");
+        assert!(shape["top_cell_share"][2].as_f64().unwrap() > 0.0, "{shape}");
         for policy in ["forced:7", "swarm", "static:4"] {
-            let cluster = scratch(&format!("spatial-{app}-{policy}.json"));
+            let cluster = scratch(&format!("spatial-{app}-{workload}-{policy}.json"));
             run_two_processes(
                 "spatial",
                 &[&common[..], &["--policy", policy, "--decision", "threshold:1.1"]].concat(),
@@ -313,13 +318,17 @@ fn two_processes_with_migrations_match_one_static_worker() {
                 (cluster["workers"].as_u64(), cluster["processes"].as_u64()),
                 (Some(4), Some(2))
             );
-            assert_eq!(cluster["matches"], single["matches"], "{app} {policy}");
-            assert_eq!(cluster["matches_digest"], single["matches_digest"], "{app} {policy}");
+            assert_eq!(cluster["matches"], single["matches"], "{app} {workload} {policy}");
+            assert_eq!(
+                cluster["matches_digest"], single["matches_digest"],
+                "{app} {workload} {policy}"
+            );
+            assert_eq!(cluster["workload_shape"], single["workload_shape"]);
             let moved = cluster["migrations"]["partitions_moved"].as_u64().unwrap();
             assert_eq!(
                 moved > 0,
                 policy != "static:4",
-                "{app} {policy}: partitions moved {moved}"
+                "{app} {workload} {policy}: partitions moved {moved}"
             );
         }
     }

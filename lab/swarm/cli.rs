@@ -13,6 +13,7 @@ use crate::common::Error;
 
 use super::input::{read_spatial, SpatialInput};
 use super::job::{DecisionSpec, PolicySpec, SpatialJob, SpatialReport};
+use super::places::Places;
 use super::workload::{with_keywords, Clustered, Hotspots};
 use equipoise::swarm::Keywords;
 use equipoise::swarm::{Grid, Rect};
@@ -47,8 +48,10 @@ pub struct SpatialArgs {
     pub input: Option<PathBuf>,
     /// The synthetic workload: `hotspot` (points and queries around hotspots
     /// that move), `clustered` (around 300 centres of Zipf weights, a day
-    /// band moving the points' weight among them) or `uniform` (the same
-    /// counts spread evenly).
+    /// band moving the points' weight among them), `places` (the world's
+    /// places of 15 000 people or more, GeoNames, by population and
+    /// daylight, the sun sweeping west; longitude and latitude over the
+    /// space) or `uniform` (the same counts spread evenly).
     #[arg(long, default_value = "hotspot")]
     pub workload: String,
     /// The application: `range` (continuous range queries) or `textual`
@@ -147,9 +150,16 @@ impl SpatialArgs {
                 ..Clustered::default()
             }
             .generate(grid)),
+            "places" => Ok(Places {
+                points: args.points,
+                queries: args.queries,
+                seed: args.seed,
+                ..Places::default()
+            }
+            .generate(grid)),
             other => Err(Error::invalid(
                 "--workload",
-                format!("`{other}`: expected hotspot, clustered or uniform"),
+                format!("`{other}`: expected hotspot, clustered, places or uniform"),
             )),
         };
         let split_gain = parse_split_gain(&args.split_gain)?;
@@ -274,6 +284,19 @@ impl fmt::Display for SpatialReport {
             "  point-query checks per worker {:?}: max/mean {:.3}",
             report.per_worker_work, report.max_over_mean_work
         )?;
+        if let Some(shape) = &report.workload_shape {
+            let [median, p90, most] = shape.top_cell_share;
+            writeln!(
+                f,
+                "  workload: an epoch's busiest cell holds {:.1} % of its points (p90 {:.1} %, max {:.1} %); {:.0} % of cells used; the busiest cell changed {} times over {} epochs",
+                median * 100.0,
+                p90 * 100.0,
+                most * 100.0,
+                shape.cells_used * 100.0,
+                shape.top_cell_changes,
+                shape.epochs
+            )?;
+        }
         let m = &report.migrations;
         writeln!(
             f,

@@ -29,6 +29,7 @@ use equipoise::common::busy_work::BusyWork;
 use equipoise::swarm::{SwarmEvent, LOG_NAME};
 
 use super::input::SpatialInput;
+use super::shape::{shape, WorkloadShape};
 use equipoise::swarm::Grid;
 use equipoise::swarm::Refused;
 use equipoise::swarm::{ExecutorFigures, RECENT_EPOCHS};
@@ -278,6 +279,10 @@ pub struct SpatialReport {
     pub points_per_s: f64,
     /// Malformed lines skipped under `--on-error skip`.
     pub skipped_lines: usize,
+    /// The input's shape over the grid, in epochs of `batch` lines: how
+    /// much of an epoch its busiest cell holds, and how that cell moves.
+    #[serde(default)]
+    pub workload_shape: Option<WorkloadShape>,
 }
 
 /// What one worker measured, gathered at worker 0 into the report.
@@ -644,6 +649,7 @@ fn assemble<P, Q>(job: &SpatialJob<P, Q>, processes: usize, figures: Vec<WorkerF
         skipped_lines: job.input.skipped_lines,
         duplicate_queries: figures.iter().map(|f| f.refused.duplicate_queries).sum(),
         unknown_removals: figures.iter().map(|f| f.refused.unknown_removals).sum(),
+        workload_shape: Some(shape(&job.input, &job.grid, job.batch)),
     }
 }
 

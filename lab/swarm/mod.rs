@@ -4,4 +4,6 @@
 pub mod cli;
 pub mod input;
 pub mod job;
+pub mod places;
+pub mod shape;
 pub mod workload;

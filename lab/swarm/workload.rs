@@ -159,7 +159,7 @@ impl Clustered {
 }
 
 /// Running sums of `weights`.
-fn cumulative(weights: impl Iterator<Item = f64>) -> Vec<f64> {
+pub(crate) fn cumulative(weights: impl Iterator<Item = f64>) -> Vec<f64> {
     weights
         .scan(0.0, |sum, w| {
             *sum += w;
@@ -178,7 +178,7 @@ fn anywhere(space: &Rect, rng: &mut SmallRng) -> (f64, f64) {
 
 /// What a position is drawn for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     Point,
     Query,
 }
@@ -188,7 +188,7 @@ enum Kind {
 /// left of each kind; `near(rng, progress, kind)` places a point or a
 /// query's centre at `progress` (0 to 1) through the stream. Queries are
 /// 1–8 % of the space wide and high.
-fn mixed(
+pub(crate) fn mixed(
     grid: &Grid,
     mut rng: SmallRng,
     points_wanted: u64,
