@@ -10,10 +10,12 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use clap::Parser;
+use equipoise::swarm::cost::{CostModel, RangeQueryCost};
 use equipoise::swarm::plan::{
     best_line, best_line_exhaustive, normalized, random_change, GlobalIndex, IdMint, PartitionStats,
 };
-use equipoise::swarm::{Axis, Cell, CellRect, CostModel, Grid, OutOfBounds, RangeQueryCost, Rect};
+use equipoise::swarm::plan::{Axis, Cell, CellRect};
+use equipoise::swarm::{Grid, OutOfBounds, Rect};
 use equipoise_lab::common::median::median_by;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};

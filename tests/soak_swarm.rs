@@ -13,9 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use equipoise::common::hash::splitmix64;
-use equipoise::swarm::{
-    Grid, Point, Policy, Query, RangeQueries, Record, Rect, Swarm, SwarmConfig, SwarmEvent, LOG_NAME,
-};
+use equipoise::swarm::events::SwarmEvent;
+use equipoise::swarm::{Grid, Point, Policy, Query, RangeQueries, Record, Rect, Swarm, SwarmConfig, LOG_NAME};
 use support::soak::Soak;
 use timely::dataflow::operators::vec::Input;
 use timely::dataflow::operators::Inspect;

@@ -3,15 +3,16 @@
 
 use std::collections::BTreeSet;
 
+use equipoise::swarm::cost::{CostModel, RangeQueryCost};
+use equipoise::swarm::decision::{Decision, DecisionPolicy, FiveStage, RoundSummary, Stage, Threshold};
 use equipoise::swarm::plan::{
     best_line, best_line_exhaustive, best_split, normalized, plan_merges, plan_reduction, random_change, Candidate,
     GlobalIndex, IdMint, PartitionStats, Reduction, ReductionRequest,
 };
-use equipoise::swarm::{Axis, PlanChange, SplitLine};
-use equipoise::swarm::{Cell, CellRect, Grid, Rect};
-use equipoise::swarm::{CostModel, RangeQueryCost};
-use equipoise::swarm::{Decision, DecisionPolicy, FiveStage, RoundSummary, Stage, Threshold};
-use equipoise::swarm::{QueryAge, Totals};
+use equipoise::swarm::plan::{Axis, PlanChange, SplitLine};
+use equipoise::swarm::plan::{Cell, CellRect};
+use equipoise::swarm::plan::{QueryAge, Totals};
+use equipoise::swarm::{Grid, Rect};
 use proptest::prelude::*;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};

@@ -8,11 +8,12 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use equipoise::swarm::Totals;
-use equipoise::swarm::{
-    CostModel, Grid, Match, Orders, PartitionState, PlanChange, RangeQueries, RangeQueryCost, Rect, SpatioTextual,
-    Swarm, SwarmEvent, SwarmEventBuilder, LOG_NAME,
-};
+use equipoise::swarm::cost::{CostModel, RangeQueryCost};
+use equipoise::swarm::events::{SwarmEvent, SwarmEventBuilder};
+use equipoise::swarm::figures::Orders;
+use equipoise::swarm::plan::PlanChange;
+use equipoise::swarm::plan::Totals;
+use equipoise::swarm::{Grid, Match, PartitionState, RangeQueries, Rect, SpatioTextual, Swarm, LOG_NAME};
 use equipoise_lab::common::cluster::ClusterArgs;
 use equipoise_lab::common::gather::gather_at_first_worker;
 use equipoise_lab::swarm::input::SpatialInput;

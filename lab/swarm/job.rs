@@ -26,17 +26,19 @@ use crate::common::median::Quantiles;
 use crate::common::memory::check_fits;
 use crate::common::Error;
 use equipoise::common::busy_work::BusyWork;
-use equipoise::swarm::{SwarmEvent, LOG_NAME};
+use equipoise::swarm::events::SwarmEvent;
+use equipoise::swarm::LOG_NAME;
 
 use super::input::SpatialInput;
 use super::shape::{shape, WorkloadShape};
+use equipoise::swarm::figures::Orders;
+use equipoise::swarm::figures::Refused;
+use equipoise::swarm::figures::{ExecutorFigures, RECENT_EPOCHS};
 use equipoise::swarm::Grid;
-use equipoise::swarm::Refused;
-use equipoise::swarm::{ExecutorFigures, RECENT_EPOCHS};
+use equipoise::swarm::Policy;
 use equipoise::swarm::{InitialPlan, Swarm, SwarmConfig, SwarmHandles};
 use equipoise::swarm::{Item, Record};
 use equipoise::swarm::{Match, PartitionState, Point, Query};
-use equipoise::swarm::{Orders, Policy};
 
 /// How the coordinator decides, for `--decision`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -98,7 +98,8 @@ impl<Q> Query<Q> {
 /// Override those only when the state holds more than its queries.
 ///
 /// ```
-/// use equipoise::swarm::{Cell, PartitionState, Point, Registered};
+/// use equipoise::swarm::{PartitionState, Point};
+/// use equipoise::swarm::plan::{Cell, Registered};
 /// use serde::{Deserialize, Serialize};
 ///
 /// /// Circles: a query's payload is its radius around the rectangle's centre.
@@ -181,7 +182,7 @@ pub trait PartitionState: Default + Clone + ExchangeData {
     }
 
     /// The state a new holder of this partition starts from when it is
-    /// shared ([`PlanChange::Share`](super::PlanChange::Share)): a copy of
+    /// shared ([`PlanChange::Share`](super::plan::PlanChange::Share)): a copy of
     /// its queries, as each point is dealt to one holder and met there.
     /// The default copies the queries; any other state stays here, as it
     /// stays with a split's first part.

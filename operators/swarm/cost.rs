@@ -1,6 +1,8 @@
 //! The cost model (ours: the paper's Eqns 1–7 are not in our text; see
 //! `docs/swarm.md`), behind a trait so applications can supply
-//! their own.
+//! their own: [`CostModel`], with [`RangeQueryCost`] for range queries and
+//! [`TextualCost`] for spatio-textual ones, and a worker's load by it
+//! ([`WorkerLoad`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -104,6 +106,41 @@ pub fn normalized(work: f64, system_received: f64) -> f64 {
         work / system_received
     } else {
         0.0
+    }
+}
+
+/// The cost of spatio-textual queries: a new point is checked only against
+/// the share of the partition's queries its keywords retrieve, plus a
+/// handling cost α per new object: Num(C(p)) = share·RN·Q + α·(RN + RQ);
+/// keeping a partition for a round costs `upkeep` checks.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TextualCost {
+    /// The share of a partition's queries a point's keywords retrieve (for
+    /// k keywords per point drawn evenly from a vocabulary of V, about k/V).
+    pub share: f64,
+    /// Cost of handling one new object, in checks.
+    pub alpha: f64,
+    /// Cost of keeping one partition for a round, in checks.
+    pub upkeep: f64,
+}
+
+impl Default for TextualCost {
+    fn default() -> Self {
+        TextualCost {
+            share: 0.1,
+            alpha: 1.0,
+            upkeep: 32.0,
+        }
+    }
+}
+
+impl CostModel for TextualCost {
+    fn work(&self, t: &Totals) -> f64 {
+        self.share * t.rn * t.q + self.alpha * (t.rn + t.rq)
+    }
+
+    fn upkeep(&self) -> f64 {
+        self.upkeep
     }
 }
 

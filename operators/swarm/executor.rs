@@ -432,8 +432,8 @@ mod tests {
         let (index, mut executors, mut arrivals) = holding_a_query_everywhere();
         // Worker 0 splits its partition and deals the second part to worker 1.
         let (&id, info) = index.partitions().iter().find(|(_, info)| info.owner == 0).unwrap();
-        let line = crate::swarm::SplitLine {
-            axis: crate::swarm::Axis::Rows,
+        let line = crate::swarm::plan::SplitLine {
+            axis: crate::swarm::plan::Axis::Rows,
             after: info.rect.rows() / 2 - 1,
         };
         let update = PlanUpdate {

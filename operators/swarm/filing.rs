@@ -156,7 +156,7 @@ impl Filing {
 /// root, each once. A query covering the cell sits at the root alone, one
 /// crossing it in x at the root of x, and so on: a big query costs one list
 /// in most cells it overlaps. Positions are the owner's (see
-/// [`Registered`](super::Registered)); every cut is a query edge inside the
+/// [`Registered`](super::plan::Registered)); every cut is a query edge inside the
 /// cell. Any cuts file correctly, so queries added later are filed at the
 /// same cuts, until the cell's queries have doubled or halved and new cuts
 /// pay.

@@ -9,11 +9,17 @@
 //! the load moves, by the cost model of the [`SwarmConfig`]; migrations lose
 //! and duplicate nothing. Records are valid by construction ([`Record`]).
 //!
-//! The pure algorithms know nothing of timely and are public for those who
-//! build on them. Here: geometry ([`Grid`], [`Rect`]), the cost model
-//! ([`RangeQueryCost`]) and the five-stage and threshold decisions
-//! ([`FiveStage`], [`Threshold`]). What the paper's text leaves out is ours
-//! (`docs/swarm.md`), behind traits ([`CostModel`], [`DecisionPolicy`]).
+//! The root holds what a program names. The pure algorithms know nothing
+//! of timely and are public, in submodules, for those who build on them:
+//! geometry ([`Grid`], [`Rect`]), the cost model ([`cost`]:
+//! [`RangeQueryCost`](cost::RangeQueryCost) and
+//! [`TextualCost`](cost::TextualCost)) and the five-stage and threshold
+//! decisions ([`decision`]: [`FiveStage`](decision::FiveStage),
+//! [`Threshold`](decision::Threshold)). What the paper's text leaves out is
+//! ours (`docs/swarm.md`), behind traits
+//! ([`CostModel`](cost::CostModel),
+//! [`DecisionPolicy`](decision::DecisionPolicy)). What a run did is in
+//! [`figures`], its log's events in [`events`].
 //! For simulators and experiments, the plan and the algorithms that change
 //! it are in [`plan`]: the grid index with point routing and range routing
 //! by Algorithm 1 ([`GlobalIndex`](plan::GlobalIndex)), partition ids
@@ -27,7 +33,9 @@
 //! use equipoise::swarm::plan::{
 //!     normalized, plan_reduction, Candidate, GlobalIndex, PartitionStats, Reduction, ReductionRequest,
 //! };
-//! use equipoise::swarm::{Cell, CostModel, Grid, OutOfBounds, RangeQueryCost, Rect, WorkerLoad};
+//! use equipoise::swarm::cost::{CostModel, RangeQueryCost, WorkerLoad};
+//! use equipoise::swarm::plan::Cell;
+//! use equipoise::swarm::{Grid, OutOfBounds, Rect};
 //!
 //! // A 100 × 100 space in 16 × 16 cells, initially one partition per worker.
 //! let grid = Grid::new(Rect::new(0.0, 0.0, 100.0, 100.0)?, 16, 16)?;
@@ -60,11 +68,12 @@
 mod app;
 mod coordination;
 mod coordinator;
-mod cost;
-mod decision;
+pub mod cost;
+pub mod decision;
 mod dispatch;
-mod events;
+pub mod events;
 mod executor;
+pub mod figures;
 mod filing;
 mod forced;
 mod geometry;
@@ -84,21 +93,13 @@ mod store;
 mod textual;
 
 pub use app::{PartitionState, Point, Query};
-pub use coordinator::{Orders, Policy};
-pub use cost::{CostModel, RangeQueryCost, WorkerLoad};
-pub use decision::{Decision, DecisionPolicy, FiveStage, RoundSummary, Stage, Threshold, Verdict};
-pub use dispatch::Refused;
-pub use events::{SwarmEvent, SwarmEventBuilder, LOG_NAME};
-pub use executor::{EpochWork, ExecutorFigures, RECENT_EPOCHS};
-pub use geometry::{Cell, CellRect, Grid, OutOfBounds, Rect};
-pub use ids::PartitionId;
-pub use index::{Axis, PlanChange, SplitLine};
+pub use coordinator::Policy;
+pub use events::LOG_NAME;
+pub use geometry::{Grid, OutOfBounds, Rect};
 pub use operator::{InitialPlan, Swarm, SwarmConfig, SwarmHandles};
-pub use query_store::Registered;
 pub use range_queries::{Match, RangeQueries};
 pub use record::{Item, Record};
-pub use stats::{QueryAge, Totals};
-pub use textual::{Keywords, SpatioTextual, TextualCost};
+pub use textual::{Keywords, SpatioTextual};
 
 #[doc(hidden)]
 pub use crate::common::busy_work::BusyWork;

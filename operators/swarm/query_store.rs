@@ -423,7 +423,7 @@ mod tests {
                         prop_assert_eq!(state.remove_query(id), was);
                     }
                     Step::SplitMerge(after) => {
-                        let line = crate::swarm::SplitLine { axis: crate::swarm::Axis::Columns, after };
+                        let line = crate::swarm::plan::SplitLine { axis: crate::swarm::plan::Axis::Columns, after };
                         let (first, second) = line.parts(&all).unwrap();
                         let (mut a, b) = state.clone().split(&first, &second);
                         a.merge(b);
@@ -486,8 +486,8 @@ mod tests {
             let (x, y) = sweep(i);
             evaluate(&mut state, x, y);
         }
-        let line = crate::swarm::SplitLine {
-            axis: crate::swarm::Axis::Columns,
+        let line = crate::swarm::plan::SplitLine {
+            axis: crate::swarm::plan::Axis::Columns,
             after: 4,
         };
         let (first, second) = line.parts(&all).unwrap();

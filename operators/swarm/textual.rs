@@ -6,7 +6,7 @@
 //! Each partition indexes its queries by one keyword each (an inverted
 //! index), so a point is checked only against the queries filed under its
 //! own keywords (and those with no keyword): the work per point is a share
-//! of the partition's queries, which [`TextualCost`] prices.
+//! of the partition's queries, which [`TextualCost`](super::cost::TextualCost) prices.
 
 use std::collections::HashMap;
 
@@ -15,11 +15,9 @@ use serde::{Deserialize, Serialize};
 use crate::common::hash::key_hash;
 
 use super::app::{PartitionState, Point, Query};
-use super::cost::CostModel;
 use super::geometry::{Cell, CellRect};
 use super::query_store::Registered;
 use super::range_queries::Match;
-use super::stats::Totals;
 
 /// A set of keywords, as sorted distinct 64-bit ids.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -143,41 +141,6 @@ impl PartitionState for SpatioTextual {
 
     fn moved_bytes(&self) -> usize {
         self.queries.moved_bytes() + self.queries.iter().map(|q| 8 * q.data.as_slice().len()).sum::<usize>()
-    }
-}
-
-/// The cost of spatio-textual queries: a new point is checked only against
-/// the share of the partition's queries its keywords retrieve, plus a
-/// handling cost α per new object: Num(C(p)) = share·RN·Q + α·(RN + RQ);
-/// keeping a partition for a round costs `upkeep` checks.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct TextualCost {
-    /// The share of a partition's queries a point's keywords retrieve (for
-    /// k keywords per point drawn evenly from a vocabulary of V, about k/V).
-    pub share: f64,
-    /// Cost of handling one new object, in checks.
-    pub alpha: f64,
-    /// Cost of keeping one partition for a round, in checks.
-    pub upkeep: f64,
-}
-
-impl Default for TextualCost {
-    fn default() -> Self {
-        TextualCost {
-            share: 0.1,
-            alpha: 1.0,
-            upkeep: 32.0,
-        }
-    }
-}
-
-impl CostModel for TextualCost {
-    fn work(&self, t: &Totals) -> f64 {
-        self.share * t.rn * t.q + self.alpha * (t.rn + t.rq)
-    }
-
-    fn upkeep(&self) -> f64 {
-        self.upkeep
     }
 }
 
