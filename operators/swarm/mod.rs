@@ -81,6 +81,7 @@ mod granularity;
 mod ids;
 mod index;
 mod merge;
+mod objects;
 mod operator;
 pub mod plan;
 mod plan_history;

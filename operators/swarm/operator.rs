@@ -26,11 +26,13 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use timely::communication::Pull;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
+use timely::dataflow::channels::Message;
 use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
 use timely::dataflow::operators::generic::operator::empty;
-use timely::dataflow::operators::generic::{OutputBuilder, OutputBuilderSession};
+use timely::dataflow::operators::generic::{InputHandleCore, OutputBuilder, OutputBuilderSession};
 use timely::dataflow::operators::{ConnectLoop, Feedback, Probe};
 use timely::dataflow::{ProbeHandle, StreamVec};
 use timely::progress::frontier::MutableAntichain;
@@ -524,6 +526,20 @@ fn apply_update<S: PartitionState, M: CostModel>(
     Some(leaving)
 }
 
+/// Holds each epoch's routed records until the epoch is complete.
+fn stash<S: PartitionState, P: Pull<Message<u64, Vec<DispatchedTo<S>>>>>(
+    input: &mut InputHandleCore<u64, Vec<DispatchedTo<S>>, P>,
+    data: &mut TimeStash<u64, Vec<DispatchedTo<S>>>,
+) {
+    input.for_each_stamp(|cap, batches| {
+        if let Some(held) = data.at(&cap) {
+            for batch in batches {
+                held.append(batch);
+            }
+        }
+    });
+}
+
 /// The executor operator: when each epoch is complete, hands it to the
 /// [`Executor`]; at round ends, reports and sends leaving partitions.
 #[allow(clippy::type_complexity)]
@@ -559,13 +575,7 @@ fn execute<'scope, S: PartitionState, M: CostModel + 'static>(
         let mut data: TimeStash<u64, Vec<DispatchedTo<S>>> = TimeStash::default();
         let mut pending = Pending::default();
         move |frontiers| {
-            data_in.for_each_stamp(|cap, batches| {
-                if let Some(held) = data.at(&cap) {
-                    for batch in batches {
-                        held.append(batch);
-                    }
-                }
-            });
+            stash::<S, _>(&mut data_in, &mut data);
             plan_in.for_each_stamp(|_, batches| {
                 let mut executor = executor.borrow_mut();
                 let updates = batches.flat_map(|batch| batch.drain(..));

@@ -10,9 +10,9 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 use crate::common::hash::FingerprintHasher;
 
-use super::app::Query;
 use super::filing::{Filing, Fine, FILE_AFTER, FINE_FROM};
 use super::geometry::{Cell, CellRect, Grid, OutOfBounds, Rect};
+use super::objects::Query;
 use super::stats::QueryAge;
 
 /// The cells a query overlaps (records are finite by construction, and
