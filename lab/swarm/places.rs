@@ -98,7 +98,10 @@ impl Places {
         let by_population = cumulative(places.iter().map(|place| place.population));
         let daylight = |longitude: f64, sun: f64| {
             let noon = (longitude - sun).to_radians().cos().max(0.0);
-            self.night + (1.0 - self.night) * noon.powf(self.peak)
+            // The default peak of 1 needs no power: 34 M of them cost a run
+            // of a million points a fifth of its time.
+            let peaked = if self.peak == 1.0 { noon } else { noon.powf(self.peak) };
+            self.night + (1.0 - self.night) * peaked
         };
         // The points' weights change slowly: recomputed every 1/1000 of the run.
         let mut by_daylight: (f64, Vec<f64>) = (f64::NAN, Vec::new());
