@@ -490,10 +490,11 @@ fn a_users_own_operators_keys_edges_and_windows_are_reported_beside_its_own_logg
 /// `skew_join`'s `SkewJoinArrange`) on 4 workers, over a sliding window of
 /// facts (each epoch's retracted three epochs on) whose key 0 brings half
 /// the records until half-way through the run, when key 1 does instead:
-/// windows of 100 ms over a run of about 1.2 s, fed for a time (not a
+/// windows of 250 ms over a run of about 3 s, fed for a time (not a
 /// number of epochs) so that every window holds several epochs however
-/// slow the machine.
-fn moving_key_series(skew: bool) -> Vec<doctor::OperatorWindow> {
+/// slow the machine. Beside it, the series of the same facts arranged by a
+/// uniform key: the windows' own noise under this run's load.
+fn moving_key_series(skew: bool) -> (Vec<doctor::OperatorWindow>, Vec<doctor::OperatorWindow>) {
     use equipoise::skew::SkewJoin;
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
@@ -504,13 +505,18 @@ fn moving_key_series(skew: bool) -> Vec<doctor::OperatorWindow> {
     let move_at = Arc::new(AtomicU64::new(u64::MAX));
     let report = at_worker_0(
         timely::execute(timely::Config::process(4), move |worker| {
-            let settings = doctor::Settings::default().with_period(Duration::from_millis(100));
+            let settings = doctor::Settings::default().with_period(Duration::from_millis(250));
             let doctor = doctor::register_with(worker, settings);
             let (index, peers) = (worker.index() as u64, worker.peers() as u64);
             let probe = ProbeHandle::new();
             let (mut facts, mut table) = worker.dataflow::<u64, _, _>(|scope| {
                 let (facts_in, facts) = scope.new_collection::<(u64, u64), isize>();
                 let (table_in, table) = scope.new_collection::<(u64, u64), isize>();
+                // The reference: every fact by its own number, evenly spread.
+                facts
+                    .clone()
+                    .map(|(_, n)| (n, ()))
+                    .arrange_by_key_named("UniformReference");
                 let joined = if skew {
                     facts.skew_join(table)
                 } else {
@@ -543,7 +549,7 @@ fn moving_key_series(skew: bool) -> Vec<doctor::OperatorWindow> {
                 }
                 epoch += 1;
                 close_epoch(worker, &mut [&mut facts, &mut table], epoch, &probe);
-                if index == 0 && at == u64::MAX && start.elapsed() >= Duration::from_millis(600) {
+                if index == 0 && at == u64::MAX && start.elapsed() >= Duration::from_millis(1500) {
                     move_at.store(epoch + 2, Ordering::SeqCst);
                 }
             }
@@ -560,7 +566,8 @@ fn moving_key_series(skew: bool) -> Vec<doctor::OperatorWindow> {
         .filter(|op| op.name == name)
         .max_by_key(|op| op.records.iter().sum::<u64>())
         .expect("the facts' arrangement");
-    arrangement.series.clone()
+    let reference = report.operator("UniformReference").expect("the reference");
+    (arrangement.series.clone(), reference.series.clone())
 }
 
 #[test]
@@ -583,7 +590,7 @@ fn the_series_shows_a_moving_hot_key_as_a_step_and_skew_join_even_after_its_firs
         ratios
     };
     let busiest = |w: &doctor::OperatorWindow| (0..w.records.len()).max_by_key(|&i| w.records[i]).unwrap();
-    let own_series = moving_key_series(false);
+    let (own_series, _) = moving_key_series(false);
     let own = ratios(&own_series);
     assert!(own.len() >= 4, "{own:?}");
     // Three quarters of the windows or more read 1.5 or more.
@@ -594,10 +601,17 @@ fn the_series_shows_a_moving_hot_key_as_a_step_and_skew_join_even_after_its_firs
         (first, last),
         ((0u64.hashed() % 4) as usize, (1u64.hashed() % 4) as usize)
     );
-    let skew = ratios(&moving_key_series(true));
+    let (skew, reference) = moving_key_series(true);
+    let (skew, reference) = (ratios(&skew), ratios(&reference));
     assert!(skew.len() >= 4, "{skew:?}");
-    // Three quarters of the windows or more read 1.2 or less.
-    assert!(skew[skew.len() * 3 / 4 - 1] <= 1.2, "{skew:?}");
+    // Three quarters of the windows or more read 1.2 or less, or no more
+    // than uniform keys read in the same windows (a loaded machine cuts
+    // epochs unevenly at the windows' edges, which the docs measure).
+    let quartile = |ratios: &[f64]| ratios[ratios.len() * 3 / 4 - 1];
+    assert!(
+        quartile(&skew) <= 1.2_f64.max(quartile(&reference) + 0.05),
+        "{skew:?} against uniform {reference:?}"
+    );
 }
 
 #[test]
