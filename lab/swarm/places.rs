@@ -12,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
 
 use super::input::SpatialInput;
-use super::workload::{cumulative, mixed, Kind};
+use super::workload::{cumulative, mixed, Kind, SlowWeights};
 use equipoise::swarm::Grid;
 
 /// The places: `longitude,latitude,population` lines, `#` comments.
@@ -103,22 +103,16 @@ impl Places {
             let peaked = if self.peak == 1.0 { noon } else { noon.powf(self.peak) };
             self.night + (1.0 - self.night) * peaked
         };
-        // The points' weights change slowly: recomputed every 1/1000 of the run.
-        let mut by_daylight: (f64, Vec<f64>) = (f64::NAN, Vec::new());
+        let mut by_daylight = SlowWeights::default();
         let jitter = Normal::new(0.0, self.jitter.max(0.0)).expect("a valid deviation");
         let near = |rng: &mut SmallRng, progress: f64, kind: Kind| {
             let weights = match kind {
-                Kind::Point => {
-                    let step = (progress * 1000.0).floor();
-                    if by_daylight.0 != step {
-                        let sun = 180.0 - 360.0 * self.sweeps * step / 1000.0;
-                        let weights = places
-                            .iter()
-                            .map(|place| place.population * daylight(place.longitude, sun));
-                        by_daylight = (step, cumulative(weights));
-                    }
-                    &by_daylight.1
-                }
+                Kind::Point => by_daylight.at(progress, |step| {
+                    let sun = 180.0 - 360.0 * self.sweeps * step / 1000.0;
+                    places
+                        .iter()
+                        .map(move |place| place.population * daylight(place.longitude, sun))
+                }),
                 Kind::Query => &by_population,
             };
             let pick = rng.random::<f64>() * weights.last().copied().unwrap_or(0.0);

@@ -130,22 +130,17 @@ impl Clustered {
             let angle = 2.0 * std::f64::consts::PI * ((x - space.x1) / width - phase);
             0.05 + 0.95 * ((1.0 + angle.cos()) / 2.0).powi(2)
         };
-        // The points' weights change slowly: recomputed every 1/1000 of the run.
-        let mut by_daylight: (f64, Vec<f64>) = (f64::NAN, Vec::new());
+        let mut by_daylight = SlowWeights::default();
         let standard = Normal::new(0.0, 1.0).expect("valid deviation");
         let near = |rng: &mut SmallRng, progress: f64, kind: Kind| {
             if rng.random_bool(self.background.clamp(0.0, 1.0)) {
                 return anywhere(&space, rng);
             }
             let weights = match kind {
-                Kind::Point => {
-                    let step = (progress * 1000.0).floor();
-                    if by_daylight.0 != step {
-                        let phase = step / 1000.0 * self.sweeps;
-                        by_daylight = (step, cumulative(centres.iter().map(|c| c.3 * daylight(c.0, phase))));
-                    }
-                    &by_daylight.1
-                }
+                Kind::Point => by_daylight.at(progress, |step| {
+                    let phase = step / 1000.0 * self.sweeps;
+                    centres.iter().map(move |c| c.3 * daylight(c.0, phase))
+                }),
                 Kind::Query => &by_weight,
             };
             let pick = rng.random::<f64>() * weights.last().copied().unwrap_or(0.0);
@@ -155,6 +150,28 @@ impl Clustered {
             (x, y)
         };
         mixed(grid, rng, self.points, self.queries, near)
+    }
+}
+
+/// Weights that change slowly over a stream: their running sums,
+/// recomputed every 1/1000 of it.
+#[derive(Debug, Default)]
+pub(crate) struct SlowWeights {
+    // The thousandth they were computed for, and their running sums.
+    step: Option<f64>,
+    sums: Vec<f64>,
+}
+
+impl SlowWeights {
+    /// The running sums at `progress` (0 to 1) through the stream, from
+    /// `weights(step)` for its thousandth `step` (0 to 1000) when it is new.
+    pub(crate) fn at<I: Iterator<Item = f64>>(&mut self, progress: f64, weights: impl FnOnce(f64) -> I) -> &[f64] {
+        let step = (progress * 1000.0).floor();
+        if self.step != Some(step) {
+            self.sums = cumulative(weights(step));
+            self.step = Some(step);
+        }
+        &self.sums
     }
 }
 
