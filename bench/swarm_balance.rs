@@ -2,7 +2,7 @@
 //! hotspot, clustered places, the world's real places and uniform data, the cost of migrations, and balance at 8 and
 //! 16 workers.
 //!
-//! `cargo bench --bench swarm_balance -- [--points N] [--queries N] [--work-us X] [--rounds R] [--scale] [--workloads hotspot,clustered,places,uniform] [--workers 2,4] [--decisions paper,threshold:1.2] [--grid CxR] [--finer] [--batch LINES] [--in-flight N] [--plan-depth N] [--scaling 1,2,4,...,64 [--only-scaling]]`
+//! `cargo bench --bench swarm_balance -- [--points N] [--queries N] [--work-us X] [--rounds R] [--scale] [--workloads hotspot,clustered,places,uniform] [--workers 2,4] [--decisions paper,threshold:1.2] [--grid CxR] [--finer] [--batch LINES] [--in-flight N] [--plan-depth N] [--scaling 1,2,4,...,64 [--only-scaling]] [--no-opening]`
 //!
 //! `--scaling` adds a scaling report: per worker count, SWARM and the static
 //! plan of one cell per partition, with the speed-up their balance allows at
@@ -76,6 +76,9 @@ struct Args {
     /// Only the scaling report (no main table at `--workers`).
     #[arg(long)]
     only_scaling: bool,
+    /// SWARM runs epoch 0 on its initial plan (no opening).
+    #[arg(long)]
+    no_opening: bool,
     /// cargo bench passes --bench; accepted and ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -231,6 +234,7 @@ fn main() {
                 plan_depth: args.plan_depth,
                 merge_every: 10,
                 split_gain: Some(0.2),
+                opening: !args.no_opening,
                 work_per_check: Duration::from_secs_f64(args.work_us / 1e6),
                 policy: c.policy,
                 max_in_flight: args.in_flight,

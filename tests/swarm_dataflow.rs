@@ -67,6 +67,7 @@ fn job<P, Q>(input: &Arc<SpatialInput<P, Q>>) -> SpatialJob<P, Q> {
         plan_depth: 1,
         merge_every: 3,
         split_gain: Some(0.2),
+        opening: true,
         work_per_check: Duration::ZERO,
         policy: PolicySpec::Static,
         max_in_flight: 3,
@@ -497,6 +498,8 @@ fn a_move_decided_before_the_input_ends_still_happens() {
                 // One block per worker: worker 1 holds columns 2 and 3.
                 "--policy",
                 "swarm:1",
+                // The move must be decided by a round, not by the opening.
+                "--no-opening",
                 "-w",
                 "2",
                 "--report",
@@ -665,6 +668,37 @@ fn a_hot_cell_is_shared_and_its_points_dealt_exactly() {
             statics.speedup_bound < 1.2,
             "{workers} workers: one cell per partition: {}",
             statics.speedup_bound
+        );
+    }
+}
+
+/// The opening: epoch 0's own records plan it, so a cell with 90 % of
+/// the points is shared from the first epoch, where without the opening
+/// the epochs before the first round's update run on the initial plan
+/// (busiest worker near all the work). Exact either way.
+#[test]
+fn the_opening_shares_a_hot_cell_from_the_first_epoch() {
+    let input = one_hot_cell(40_000, 100);
+    let (matches, digest) = brute_force_matches(&input, 200);
+    for workers in [2, 4] {
+        let start = |opening| {
+            let job = SpatialJob {
+                policy: PolicySpec::Swarm(DecisionSpec::Threshold(1.1)),
+                opening,
+                ..job(&input)
+            };
+            let report = run_spatial::<RangeQueries>(job, &ClusterArgs::threads(workers))
+                .unwrap()
+                .expect("worker 0 is here");
+            let context = format!("{workers} workers, opening {opening}");
+            assert_eq!((report.matches, report.matches_digest), (matches, digest), "{context}");
+            report.per_epoch_max_over_mean_start
+        };
+        let (opened, initial) = (start(true), start(false));
+        assert!(opened.max <= 1.3, "{workers} workers: opened {opened:?}");
+        assert!(
+            initial.max >= 0.8 * workers as f64,
+            "{workers} workers: the initial plan {initial:?}"
         );
     }
 }

@@ -87,6 +87,7 @@ where
         plan_depth: schedule.plan_depth,
         merge_every: schedule.merge_every,
         split_gain: Some(0.2),
+        opening: true,
         work_per_check: Duration::ZERO,
         policy: PolicySpec::Forced(schedule.seed),
         max_in_flight: 3,

@@ -93,6 +93,10 @@ pub struct SpatialArgs {
     /// as `off`.
     #[arg(long, default_value = "0.2")]
     pub split_gain: String,
+    /// Run epoch 0 on the initial plan instead of planning it from its own
+    /// records (SWARM's opening; see `--policy`).
+    #[arg(long)]
+    pub no_opening: bool,
     /// Busy work per point–query check, in microseconds.
     #[arg(long, default_value_t = 0.0)]
     pub work_us: f64,
@@ -174,6 +178,7 @@ impl SpatialArgs {
             plan_depth: args.plan_depth.unwrap_or(pipeline.plan_depth),
             merge_every: args.merge_every,
             split_gain,
+            opening: !args.no_opening,
             work_per_check: work,
             policy,
             max_in_flight: args.max_in_flight.unwrap_or(pipeline.max_in_flight),
@@ -198,6 +203,7 @@ impl SpatialArgs {
         cluster.agree("--plan-depth", settings.plan_depth);
         cluster.agree("--merge-every", args.merge_every);
         cluster.agree("--split-gain", &args.split_gain);
+        cluster.agree("--no-opening", args.no_opening);
         cluster.agree("--on-error", args.on_error);
         let run = match (args.app.as_str(), &args.input) {
             ("range", Some(path)) => SpatialRun::Range(settings.with_input(read_spatial(path, &grid, args.on_error)?)),

@@ -174,6 +174,8 @@ pub struct SpatialJob<P = (), Q = ()> {
     pub merge_every: u64,
     /// SWARM's split gain (see `SwarmConfig::split_gain`).
     pub split_gain: Option<f64>,
+    /// Whether SWARM plans epoch 0 from its own records (see `SwarmConfig::opening`).
+    pub opening: bool,
     /// Busy work per point–query check (calibrated on an idle core).
     pub work_per_check: Duration,
     /// The plan's policy.
@@ -257,6 +259,11 @@ pub struct SpatialReport {
     /// had time to settle from its start.
     #[serde(default)]
     pub per_epoch_max_over_mean_steady: Quantiles,
+    /// The same over the epochs before any round's update can hold (the
+    /// first round · (plan depth + 1)): the plan the run started from,
+    /// opened from epoch 0's records or not.
+    #[serde(default)]
+    pub per_epoch_max_over_mean_start: Quantiles,
     /// Load-balancing rounds concluded.
     pub rounds: u64,
     /// Rounds whose update moved or split partitions.
@@ -357,6 +364,7 @@ impl SpatialJob {
             plan_depth: self.plan_depth,
             merge_every: self.merge_every,
             split_gain: self.split_gain,
+            opening: self.opening,
             work_per_check: self.work_per_check,
             policy: self.policy,
             max_in_flight: self.max_in_flight,
@@ -369,7 +377,7 @@ impl SpatialJob {
 impl<P: Clone + 'static, Q: Clone + 'static> SpatialJob<P, Q> {
     /// `input` on `grid` with the spatial example's defaults: 1 000 lines
     /// per epoch, SWARM's default rounds, a plan depth of 1, merges every 10
-    /// rounds, a split gain of 0.2, no busy work, SWARM deciding by
+    /// rounds, a split gain of 0.2, the opening, no busy work, SWARM deciding by
     /// threshold 1.2, 4 epochs in flight, no progress lines.
     pub fn new(grid: Grid, input: Arc<SpatialInput<P, Q>>) -> Self {
         SpatialJob {
@@ -380,6 +388,7 @@ impl<P: Clone + 'static, Q: Clone + 'static> SpatialJob<P, Q> {
             plan_depth: 1,
             merge_every: 10,
             split_gain: Some(0.2),
+            opening: true,
             work_per_check: Duration::ZERO,
             policy: PolicySpec::Swarm(DecisionSpec::Threshold(1.2)),
             max_in_flight: 4,
@@ -438,6 +447,7 @@ impl<P: Clone + 'static, Q: Clone + 'static> SpatialJob<P, Q> {
             plan_depth: self.plan_depth,
             merge_every: self.merge_every,
             split_gain: self.split_gain,
+            opening: self.opening,
             work_per_check: BusyWork::new(self.work_per_check),
             ..SwarmConfig::new(self.grid.clone())
         }
@@ -586,6 +596,12 @@ fn assemble<P, Q>(job: &SpatialJob<P, Q>, processes: usize, figures: Vec<WorkerF
         .filter(|&&(epoch, _)| epoch >= settled)
         .map(|&(_, ratio)| ratio)
         .collect();
+    let start = round * (job.plan_depth + 1);
+    let start_ratios: Vec<f64> = per_epoch
+        .iter()
+        .filter(|&&(epoch, _)| epoch < start)
+        .map(|&(_, ratio)| ratio)
+        .collect();
     let latencies: Vec<u64> = figures.iter().flat_map(|f| f.latencies_us.iter().copied()).collect();
     // Epoch e of a worker is its e-th latency (epochs complete in order).
     let near_change = |epoch: u64| orders.changed_at.iter().any(|&at| epoch + 1 >= at && epoch <= at + 1);
@@ -626,6 +642,7 @@ fn assemble<P, Q>(job: &SpatialJob<P, Q>, processes: usize, figures: Vec<WorkerF
         },
         per_epoch_max_over_mean: Quantiles::of(per_epoch.iter().map(|(_, r)| *r).collect()),
         per_epoch_max_over_mean_steady: Quantiles::of(settled_ratios),
+        per_epoch_max_over_mean_start: Quantiles::of(start_ratios),
         per_worker_work,
         rounds: orders.rounds,
         rebalanced_rounds: orders.rebalanced,

@@ -24,7 +24,7 @@ use super::plan_history::PlanUpdate;
 /// was ordered is copied into `orders`.
 pub(crate) fn coordinate<'scope>(
     reports: StreamVec<'scope, u64, RoundReport>,
-    mut coordinator: Coordinator,
+    coordinator: Rc<RefCell<Coordinator>>,
     orders: Rc<RefCell<Orders>>,
 ) -> StreamVec<'scope, u64, PlanUpdate> {
     let workers = reports.scope().peers();
@@ -41,6 +41,7 @@ pub(crate) fn coordinate<'scope>(
                         }
                     });
                     stash.drain_complete(frontier, |cap, reports| {
+                        let mut coordinator = coordinator.borrow_mut();
                         let update = coordinator.round(*cap.time(), reports);
                         *orders.borrow_mut() = coordinator.orders().clone();
                         output

@@ -4,7 +4,7 @@
 //! with the least loaded, and conclude the round's plan update: one
 //! message each way per round.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use rand::rngs::SmallRng;
@@ -18,8 +18,10 @@ use super::cost::{normalized, system_received, WorkerLoad};
 use super::decision::{Decision, DecisionPolicy, FiveStage, RoundSummary, Threshold};
 use super::events::{SwarmEvent, SwarmEventBuilder};
 use super::forced::random_change;
+use super::geometry::Cell;
 use super::ids::{IdMint, PartitionId};
 use super::index::{GlobalIndex, PlanChange};
+use super::opening::{plan_opening, OPENING_TOLERANCE};
 use super::plan_history::PlanUpdate;
 
 /// What a worker sends the coordinator at the end of a round.
@@ -240,6 +242,20 @@ impl Coordinator {
         &self.orders
     }
 
+    /// The opening: the changes that balance the initial plan for the
+    /// expected `work` of epoch 0's cells ([`plan_opening`]), applied to
+    /// the coordinator's plan and recorded as holding from epoch 0.
+    pub(crate) fn open(&mut self, work: &BTreeMap<Cell, f64>) -> Vec<PlanChange> {
+        let changes = plan_opening(&self.index, work, self.workers, OPENING_TOLERANCE);
+        for change in &changes {
+            self.index
+                .apply(change)
+                .expect("the opening applies to the initial plan");
+        }
+        self.count(0, &changes);
+        changes
+    }
+
     /// The round that ended at `epoch`, from its reports (one per worker
     /// whose input has not ended): decides, pairs each loaded worker with a
     /// least loaded one and takes what the loaded one offered, and returns
@@ -420,6 +436,12 @@ impl Coordinator {
     /// Counts the round and the update's `changes` among the orders, and
     /// logs them: what a run reports of the plan's evolution.
     fn record(&mut self, effective: u64, changes: &[PlanChange]) {
+        self.orders.rounds += 1;
+        self.count(effective, changes);
+    }
+
+    /// Counts `changes`, holding from `effective`, among the orders, and logs them.
+    fn count(&mut self, effective: u64, changes: &[PlanChange]) {
         for change in changes {
             match change {
                 PlanChange::Move { .. } => self.orders.moves += 1,
@@ -429,7 +451,6 @@ impl Coordinator {
                 PlanChange::Unshare { .. } => self.orders.unshares += 1,
             }
         }
-        self.orders.rounds += 1;
         if let Some(logger) = &self.logger {
             for change in changes {
                 logger.log(SwarmEvent::Change {

@@ -17,10 +17,12 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
+use timely::communication::Pull;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
+use timely::dataflow::channels::Message;
 use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
-use timely::dataflow::operators::generic::OutputBuilder;
+use timely::dataflow::operators::generic::{InputHandleCore, OutputBuilder};
 use timely::dataflow::operators::vec::Partition;
 use timely::dataflow::StreamVec;
 use timely::progress::Antichain;
@@ -32,7 +34,7 @@ use crate::common::stash::TimeStash;
 use super::app::{Point, Query};
 use super::geometry::{OutOfBounds, Rect};
 use super::ids::PartitionId;
-use super::index::GlobalIndex;
+use super::index::{GlobalIndex, PlanChange};
 use super::plan_history::{PlanHistory, PlanUpdate};
 use super::record::{Item, Kind, Record};
 
@@ -92,6 +94,16 @@ struct Router {
 }
 
 impl Router {
+    /// Worker `me`'s router, from the plan `initial`.
+    fn new(initial: GlobalIndex, me: usize) -> Self {
+        Router {
+            history: PlanHistory::new(initial),
+            active: HashMap::new(),
+            dealt: HashMap::new(),
+            me,
+        }
+    }
+
     /// Installs a plan update the coordinator sent.
     fn install(&mut self, update: &PlanUpdate) {
         self.history
@@ -195,27 +207,20 @@ impl Credits {
     }
 }
 
-/// Builds the routers over `records`, with the plan starting from `initial`
-/// and changed by `plan`; refusals are counted in `refused`.
+/// Builds the routers over `records`, with the plan starting from `initial`,
+/// changed first by the `opening` and then by `plan`; refusals are counted
+/// in `refused`.
 pub(crate) fn dispatch<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>(
     records: StreamVec<'scope, u64, Record<P, Q>>,
-    plan: StreamVec<'scope, u64, PlanUpdate>,
+    (opening, plan): (
+        StreamVec<'scope, u64, Vec<PlanChange>>,
+        StreamVec<'scope, u64, PlanUpdate>,
+    ),
     initial: GlobalIndex,
     refused: Rc<RefCell<Refused>>,
 ) -> StreamVec<'scope, u64, (usize, PartitionId, Dispatched<P, Q>)> {
-    let mut router = Router {
-        history: PlanHistory::new(initial),
-        active: HashMap::new(),
-        dealt: HashMap::new(),
-        me: records.scope().index(),
-    };
-    let mut parts = records
-        .partition(2, |record| match record.into_item() {
-            Item::Point(point) => (0, Item::Point(point)),
-            other => (1, other),
-        })
-        .into_iter();
-    let (points, queries) = (parts.next().expect("two parts"), parts.next().expect("two parts"));
+    let mut router = Router::new(initial, records.scope().index());
+    let (points, queries) = points_and_queries(records);
     let mut builder = OperatorBuilder::new("SwarmRouter".to_owned(), points.scope());
     let mut points_in = builder.new_input(points, Pipeline);
     let mut queries_in = builder.new_input(
@@ -229,6 +234,7 @@ pub(crate) fn dispatch<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>
     // Plan updates never cause output at their own time: no connection, so
     // the dispatcher's output frontier follows its records alone.
     let mut plan_in = builder.new_input(plan, Pipeline);
+    let mut opening_in = builder.new_input(opening, Pipeline);
     let (routed_out, routed) = builder.new_output_connection::<Vec<(usize, PartitionId, Dispatched<P, Q>)>, _>([
         (0, Antichain::from_elem(0)),
         (1, Antichain::from_elem(0)),
@@ -238,17 +244,18 @@ pub(crate) fn dispatch<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>
     builder.build(move |_caps| {
         let mut stash: TimeStash<u64, Vec<Item<P, Q>>> = TimeStash::default();
         move |frontiers| {
-            let (points_frontier, queries_frontier, plan_frontier) = (&frontiers[0], &frontiers[1], &frontiers[2]);
-            points_in.for_each_stamp(|cap, batches| {
-                if let Some(held) = stash.at(&cap) {
-                    batches.for_each(|batch| held.append(batch));
+            let (points_frontier, queries_frontier) = (&frontiers[0], &frontiers[1]);
+            let (plan_frontier, opening_frontier) = (&frontiers[2], &frontiers[3]);
+            opening_in.for_each_stamp(|_, batches| {
+                for changes in batches.flat_map(|batch| batch.drain(..)) {
+                    router
+                        .history
+                        .open(&changes)
+                        .expect("the opening comes before any update");
                 }
             });
-            queries_in.for_each_stamp(|cap, batches| {
-                if let Some(held) = stash.at(&cap) {
-                    batches.for_each(|batch| held.append(batch));
-                }
-            });
+            hold(&mut points_in, &mut stash);
+            hold(&mut queries_in, &mut stash);
             plan_in.for_each_stamp(|_, batches| {
                 for update in batches.flat_map(|batch| batch.drain(..)) {
                     router.install(&update);
@@ -257,7 +264,11 @@ pub(crate) fn dispatch<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>
             let mut output = routed_out.activate();
             // An epoch is routed once its plan is final and all its
             // registrations and removals are here.
-            let complete = |time: &u64| !plan_frontier.less_equal(time) && !queries_frontier.less_equal(time);
+            let complete = |time: &u64| {
+                [plan_frontier, queries_frontier, opening_frontier]
+                    .iter()
+                    .all(|frontier| !frontier.less_equal(time))
+            };
             stash.drain_while(complete, |cap, held| {
                 let mut session = output.session(&cap);
                 router.route_epoch(*cap.time(), held, &mut refused.borrow_mut(), |routed| {
@@ -276,6 +287,33 @@ pub(crate) fn dispatch<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone>
         }
     });
     routed
+}
+
+/// The points, which stay with the worker that read them, and the
+/// registrations and removals, which go to their query's home dispatcher.
+#[allow(clippy::type_complexity)]
+fn points_and_queries<'scope, P: ExchangeData, Q: ExchangeData>(
+    records: StreamVec<'scope, u64, Record<P, Q>>,
+) -> (StreamVec<'scope, u64, Item<P, Q>>, StreamVec<'scope, u64, Item<P, Q>>) {
+    let mut parts = records
+        .partition(2, |record| match record.into_item() {
+            Item::Point(point) => (0, Item::Point(point)),
+            other => (1, other),
+        })
+        .into_iter();
+    (parts.next().expect("two parts"), parts.next().expect("two parts"))
+}
+
+/// Holds each epoch's records from `input` until the epoch can be routed.
+fn hold<P, Q, Puller: Pull<Message<u64, Vec<Item<P, Q>>>>>(
+    input: &mut InputHandleCore<u64, Vec<Item<P, Q>>, Puller>,
+    stash: &mut TimeStash<u64, Vec<Item<P, Q>>>,
+) {
+    input.for_each_stamp(|cap, batches| {
+        if let Some(held) = stash.at(&cap) {
+            batches.for_each(|batch| held.append(batch));
+        }
+    });
 }
 
 #[cfg(test)]

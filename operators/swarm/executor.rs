@@ -107,6 +107,14 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
         }
     }
 
+    /// Applies the opening's `changes` before the first epoch (see
+    /// [`Store::open`]).
+    pub(crate) fn open(&mut self, changes: &[PlanChange]) -> Result<(), Error> {
+        self.store.open(changes)?;
+        self.figures.borrow_mut().partitions_held = self.store.partitions().len() as u64;
+        Ok(())
+    }
+
     /// Logs each partition it sends away (a [`SwarmEvent::Migrated`]).
     pub(crate) fn with_logger(self, logger: Option<Logger<SwarmEventBuilder>>) -> Self {
         Executor { logger, ..self }

@@ -66,6 +66,7 @@
 //! ```
 
 mod app;
+mod census;
 mod coordination;
 mod coordinator;
 pub mod cost;
@@ -82,6 +83,7 @@ mod ids;
 mod index;
 mod merge;
 mod objects;
+mod opening;
 mod operator;
 pub mod plan;
 mod plan_history;

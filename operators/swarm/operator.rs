@@ -43,6 +43,7 @@ use crate::common::stash::TimeStash;
 use crate::common::Error;
 
 use super::app::PartitionState;
+use super::census::open;
 use super::coordination::coordinate;
 use super::coordinator::{Coordinator, Orders, Policy, RoundReport};
 use super::cost::{CostModel, RangeQueryCost};
@@ -50,8 +51,8 @@ use super::dispatch::{dispatch, DispatchedTo, Refused};
 use super::events::{SwarmEventBuilder, LOG_NAME};
 use super::executor::{Executor, ExecutorFigures};
 use super::geometry::{Grid, OutOfBounds};
-use super::ids::IdMint;
-use super::index::GlobalIndex;
+use super::ids::{IdMint, PartitionId};
+use super::index::{GlobalIndex, PlanChange};
 use super::plan_history::PlanUpdate;
 use super::record::Record;
 use super::store::{PartitionPacket, Store};
@@ -89,6 +90,17 @@ pub enum InitialPlan {
     Blocks(usize),
 }
 
+impl InitialPlan {
+    /// This plan over `grid` for `workers`, and the first id it left unused.
+    fn lay_out(self, grid: &Grid, workers: usize) -> Result<(GlobalIndex, PartitionId), Error> {
+        match self {
+            InitialPlan::Fine => GlobalIndex::fine(grid.clone(), workers),
+            InitialPlan::OnePerWorker => GlobalIndex::initial(grid.clone(), workers),
+            InitialPlan::Blocks(k) => GlobalIndex::blocks(grid.clone(), workers, k),
+        }
+    }
+}
+
 /// Settings of a SWARM operator.
 #[derive(Debug, Clone)]
 pub struct SwarmConfig<M = RangeQueryCost> {
@@ -121,6 +133,15 @@ pub struct SwarmConfig<M = RangeQueryCost> {
     /// every `merge_every` rounds. Under the default, measured cost no split
     /// cuts work and no merge adds any, so both behave as `None`.
     pub split_gain: Option<f64>,
+    /// Whether SWARM plans epoch 0 from its own records (the opening): each
+    /// worker counts its records of epoch 0 by cell, and the coordinator
+    /// shares each cell that carries more than a worker's mean work and
+    /// moves partitions off the workers still loaded beyond 1.1× the mean
+    /// ([`plan_opening`](super::plan::plan_opening)). Epoch 0 then waits for
+    /// that plan: one round trip, once. The default; without it the first
+    /// `round · (plan_depth + 1)` epochs run on the initial plan whatever
+    /// their load. Only [`Policy::Adaptive`] opens.
+    pub opening: bool,
     /// The cost model the executors, the reductions and so the coordinator use.
     pub cost: M,
     /// Busy work per point–query check: an experiment's stand-in for the
@@ -143,6 +164,7 @@ impl SwarmConfig {
             plan_depth: 1,
             merge_every: 10,
             split_gain: Some(0.2),
+            opening: true,
             cost: RangeQueryCost::default(),
             work_per_check: BusyWork::default(),
         }
@@ -160,6 +182,7 @@ impl<M> SwarmConfig<M> {
             plan_depth: self.plan_depth,
             merge_every: self.merge_every,
             split_gain: self.split_gain,
+            opening: self.opening,
             cost,
             work_per_check: self.work_per_check,
         }
@@ -326,47 +349,57 @@ impl<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone> Swarm<'scope, P, 
         let scope = self.scope();
         let (me, workers) = (scope.index(), scope.peers());
         let round = config.round_for(workers);
-        let (initial, base) = match config.initial {
-            InitialPlan::Fine => GlobalIndex::fine(config.grid.clone(), workers)?,
-            InitialPlan::OnePerWorker => GlobalIndex::initial(config.grid.clone(), workers)?,
-            InitialPlan::Blocks(k) => GlobalIndex::blocks(config.grid.clone(), workers, k)?,
-        };
+        let (initial, base) = config.initial.lay_out(&config.grid, workers)?;
         // Workers mint from `workers + 1` disjoint sequences, the coordinator from the last.
         let store = Store::<S>::new(me, initial.clone(), IdMint::new(base, me, workers + 1));
         let figures = Rc::new(RefCell::new(ExecutorFigures::default()));
+        let executor = Executor::new(
+            store,
+            config.cost.clone(),
+            (round, config.merge_every),
+            config.split_gain,
+            !matches!(policy, Policy::Static),
+            config.work_per_check,
+            Rc::clone(&figures),
+        );
         let executor = Rc::new(RefCell::new(
-            Executor::new(
-                store,
-                config.cost.clone(),
-                (round, config.merge_every),
-                config.split_gain,
-                !matches!(policy, Policy::Static),
-                config.work_per_check,
-                Rc::clone(&figures),
-            )
-            .with_logger(scope.worker().logger_for::<SwarmEventBuilder>(LOG_NAME)),
+            executor.with_logger(scope.worker().logger_for::<SwarmEventBuilder>(LOG_NAME)),
         ));
         let lead = round * config.plan_depth;
         // A static plan needs no coordinator: no reports, no updates, and
         // nothing holds the records back but their own epochs.
         let adaptive = !matches!(policy, Policy::Static);
+        // Only SWARM's own plan opens from epoch 0's census: a forced
+        // schedule is the tests' to set.
+        let opens = config.opening && matches!(policy, Policy::Adaptive(_));
         let coordinator = adaptive.then(|| {
-            Coordinator::new(
+            let coordinator = Coordinator::new(
                 policy,
                 initial.clone(),
                 IdMint::new(base, workers, workers + 1),
                 workers,
                 (round, lead),
             )
-            .with_logger(scope.worker().logger_for::<SwarmEventBuilder>(LOG_NAME))
+            .with_logger(scope.worker().logger_for::<SwarmEventBuilder>(LOG_NAME));
+            Rc::new(RefCell::new(coordinator))
         });
         let refused = Rc::new(RefCell::new(Refused::default()));
         let orders = Rc::new(RefCell::new(Orders::default()));
 
         let (plan_handle, plan_stream) = scope.feedback::<Vec<PlanUpdate>>(lead);
         let (state_handle, state_stream) = scope.feedback::<Vec<Packet<S>>>(1);
-        let routed = dispatch(self, plan_stream.clone(), initial, Rc::clone(&refused));
-        let (results, reports, packets) = execute(routed, plan_stream, state_stream, Rc::clone(&executor), round);
+        let opening = coordinator.as_ref().filter(|_| opens).map_or_else(
+            || empty(scope),
+            |coordinator| open(self.clone(), &config.grid, config.cost.clone(), Rc::clone(coordinator)),
+        );
+        let routed = dispatch(
+            self,
+            (opening.clone(), plan_stream.clone()),
+            initial,
+            Rc::clone(&refused),
+        );
+        let control = (opening, plan_stream, state_stream);
+        let (results, reports, packets) = execute(routed, control, Rc::clone(&executor), round);
         packets.connect_loop(state_handle);
         match coordinator {
             Some(coordinator) => coordinate(reports, coordinator, Rc::clone(&orders)).connect_loop(plan_handle),
@@ -540,13 +573,36 @@ fn stash<S: PartitionState, P: Pull<Message<u64, Vec<DispatchedTo<S>>>>>(
     });
 }
 
+/// Applies the opening, which comes before any epoch is processed. One
+/// that cannot be applied means the workers' plans diverged.
+fn take_opening<S: PartitionState, M: CostModel, Puller: Pull<Message<u64, Vec<Vec<PlanChange>>>>>(
+    input: &mut InputHandleCore<u64, Vec<Vec<PlanChange>>, Puller>,
+    executor: &RefCell<Executor<S, M>>,
+) {
+    input.for_each_stamp(|_, batches| {
+        for changes in batches.flat_map(|batch| batch.drain(..)) {
+            executor
+                .borrow_mut()
+                .open(&changes)
+                .unwrap_or_else(|error| panic!("cannot apply the opening: {error}"));
+        }
+    });
+}
+
+/// What an executor takes besides its records: the opening, the plan
+/// updates and the partitions arriving.
+type Control<'scope, S> = (
+    StreamVec<'scope, u64, Vec<PlanChange>>,
+    StreamVec<'scope, u64, PlanUpdate>,
+    StreamVec<'scope, u64, Packet<S>>,
+);
+
 /// The executor operator: when each epoch is complete, hands it to the
 /// [`Executor`]; at round ends, reports and sends leaving partitions.
 #[allow(clippy::type_complexity)]
 fn execute<'scope, S: PartitionState, M: CostModel + 'static>(
     routed: StreamVec<'scope, u64, DispatchedTo<S>>,
-    plan: StreamVec<'scope, u64, PlanUpdate>,
-    state: StreamVec<'scope, u64, Packet<S>>,
+    (opening, plan, state): Control<'scope, S>,
     executor: Rc<RefCell<Executor<S, M>>>,
     round: u64,
 ) -> (
@@ -558,6 +614,7 @@ fn execute<'scope, S: PartitionState, M: CostModel + 'static>(
     let mut data_in = builder.new_input(routed, Exchange::new(|(holder, _, _): &DispatchedTo<S>| *holder as u64));
     let mut plan_in = builder.new_input(plan, Pipeline);
     let mut state_in = builder.new_input(state, Exchange::new(|(to, _): &(usize, PartitionPacket<S>)| *to as u64));
+    let mut opening_in = builder.new_input(opening, Pipeline);
     // The results first: the data stash's capabilities are for output 0.
     let (results_out, results) = builder.new_output::<Vec<S::Output>>();
     let (reports_out, reports) = builder.new_output::<Vec<RoundReport>>();
@@ -576,6 +633,7 @@ fn execute<'scope, S: PartitionState, M: CostModel + 'static>(
         let mut pending = Pending::default();
         move |frontiers| {
             stash::<S, _>(&mut data_in, &mut data);
+            take_opening(&mut opening_in, &executor);
             plan_in.for_each_stamp(|_, batches| {
                 let mut executor = executor.borrow_mut();
                 let updates = batches.flat_map(|batch| batch.drain(..));

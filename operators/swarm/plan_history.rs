@@ -35,6 +35,18 @@ impl PlanHistory {
         }
     }
 
+    /// Changes the initial plan before any update: the opening.
+    pub(crate) fn open(&mut self, changes: &[PlanChange]) -> Result<(), Error> {
+        if self.versions.len() != 1 {
+            return Err(Error::invalid("plan opening", "the plan has changed already"));
+        }
+        let index = self.versions.get_mut(&0).expect("version 0 exists");
+        for change in changes {
+            index.apply(change)?;
+        }
+        Ok(())
+    }
+
     /// Adds the version `update` makes of the latest one. Updates must come
     /// in effective-time order.
     pub(crate) fn install(&mut self, update: &PlanUpdate) -> Result<(), Error> {

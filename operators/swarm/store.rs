@@ -88,29 +88,35 @@ impl<S: PartitionState> Store<S> {
     /// Worker `me`'s empty partitions under the initial plan `index`; ids it
     /// mints come from `mint`.
     pub(crate) fn new(me: usize, index: GlobalIndex, mint: IdMint) -> Self {
-        let partitions = index
-            .partitions()
-            .iter()
-            .filter(|(_, info)| info.owner == me)
-            .map(|(&id, info)| {
-                let stats = PartitionStats::new(info.rect.rows(), info.rect.cols());
-                (
-                    id,
-                    Partition {
-                        rect: info.rect,
-                        stats,
-                        state: S::default(),
-                        born: 0,
-                    },
-                )
-            })
-            .collect();
         Store {
             me,
+            partitions: Self::empty(me, &index),
             index,
-            partitions,
             mint,
         }
+    }
+
+    /// Empty partitions for every one `index` gives worker `me` a share of.
+    fn empty(me: usize, index: &GlobalIndex) -> Partitions<S> {
+        index
+            .partitions()
+            .iter()
+            .filter(|&(&id, _)| index.holders(id).any(|holder| holder == me))
+            .map(|(&id, info)| {
+                let stats = PartitionStats::new(info.rect.rows(), info.rect.cols());
+                (id, Partition::new(info.rect, stats, S::default(), 0))
+            })
+            .collect()
+    }
+
+    /// Applies the opening's `changes` to the initial plan, before anything
+    /// is held: the partitions are made again, empty, as the plan now deals them.
+    pub(crate) fn open(&mut self, changes: &[PlanChange]) -> Result<(), Error> {
+        for change in changes {
+            self.index.apply(change)?;
+        }
+        self.partitions = Self::empty(self.me, &self.index);
+        Ok(())
     }
 
     /// The worker holding the partitions.
