@@ -1,8 +1,11 @@
 //! The coordinator as a stage of the dataflow: one message up from every
-//! worker per round, one down. At each round end worker 0 takes every
-//! executor's report (with what a loaded worker offers to shed), concludes
-//! the round's plan update and sends it to every worker: one exchange round
-//! trip per round, which the plan depth keeps off the records' path.
+//! worker per round, at most one down. At each round end worker 0 takes
+//! every executor's report (with what a loaded worker offers to shed),
+//! concludes the round's plan update and sends it to every worker if it
+//! changes the plan or the mean work moved (a round that changes nothing
+//! sends nothing: the workers learn it from the progress of the plan
+//! stream alone); one exchange round trip per round, which the plan depth
+//! keeps off the records' path.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -44,9 +47,11 @@ pub(crate) fn coordinate<'scope>(
                         let mut coordinator = coordinator.borrow_mut();
                         let update = coordinator.round(*cap.time(), reports);
                         *orders.borrow_mut() = coordinator.orders().clone();
-                        output
-                            .session(&cap)
-                            .give_iterator((0..workers).map(|worker| (worker, update.clone())));
+                        if coordinator.worth_sending(&update) {
+                            output
+                                .session(&cap)
+                                .give_iterator((0..workers).map(|worker| (worker, update.clone())));
+                        }
                     });
                 }
             },

@@ -197,6 +197,8 @@ pub(crate) struct Coordinator {
     /// `lead` epochs and a round's worth.
     in_flight: Vec<InFlight>,
     orders: Orders,
+    /// The mean work of the last update sent.
+    sent_mean: f64,
     /// Where decisions are logged, if anyone listens.
     logger: Option<Logger<SwarmEventBuilder>>,
 }
@@ -228,6 +230,7 @@ impl Coordinator {
             last_round: Instant::now(),
             in_flight: Vec::new(),
             orders: Orders::default(),
+            sent_mean: 0.0,
             logger: None,
         }
     }
@@ -254,6 +257,18 @@ impl Coordinator {
         }
         self.count(0, &changes);
         changes
+    }
+
+    /// Whether `update` must go to the workers: it changes the plan, or
+    /// the mean work they compare themselves with has moved by the margin
+    /// since the last one sent. A round that changes nothing sends nothing.
+    pub(crate) fn worth_sending(&mut self, update: &PlanUpdate) -> bool {
+        let moved = (update.mean_work - self.sent_mean).abs() > MARGIN * self.sent_mean;
+        let send = !update.changes.is_empty() || moved;
+        if send {
+            self.sent_mean = update.mean_work;
+        }
+        send
     }
 
     /// The round that ended at `epoch`, from its reports (one per worker
@@ -597,5 +612,23 @@ mod tests {
             weight: 1,
         };
         assert!(!touched.admits(&moved));
+    }
+
+    #[test]
+    fn a_round_that_changes_nothing_sends_nothing() {
+        let (mut coordinator, index, _) = coordinator(8, 2, 1);
+        let id = *index.partitions().keys().next().unwrap();
+        let update = |mean_work, changes| PlanUpdate {
+            effective: 3,
+            changes,
+            mean_work,
+        };
+        // The first mean is news; one within the margin of it is not.
+        assert!(coordinator.worth_sending(&update(100.0, vec![])));
+        assert!(!coordinator.worth_sending(&update(104.0, vec![])));
+        assert!(!coordinator.worth_sending(&update(96.0, vec![])));
+        assert!(coordinator.worth_sending(&update(106.0, vec![])));
+        // A change always goes.
+        assert!(coordinator.worth_sending(&update(106.0, vec![PlanChange::Move { id, to: 1 }])));
     }
 }
