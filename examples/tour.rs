@@ -6,9 +6,10 @@
 //! Part 1, Partial Key Grouping: a skewed word count (Zipf keys, real work per
 //! record) under key grouping, shuffle grouping and PKG.
 //!
-//! Part 2, SWARM: continuous range queries over points that crowd around
-//! moving hotspots, on static plans of 1, 4, 16 and 64 blocks per worker
-//! and under SWARM, against the best of the static plans.
+//! Part 2, SWARM: continuous range queries over points drawn from the
+//! world's real places by population and daylight, on static plans of 1
+//! to 1 024 blocks per worker and under SWARM, against the best of the
+//! static plans; then the balance at 16-64 worker threads, by work counts.
 //!
 //! Part 3, load shedding: input ramping up to 1.5× capacity, with no
 //! shedding, the coarse algorithm, the paper's PI and `auto` (the default:
@@ -30,10 +31,14 @@ use equipoise_lab::common::Error;
 use equipoise_lab::pkg::wordcount::{comparison_table, run_wordcount, KeySource, WordcountConfig};
 use equipoise_lab::shed::job::{run_shedding, ControllerSpec, ShedJob};
 use equipoise_lab::swarm::job::{run_spatial, DecisionSpec, PolicySpec, SpatialJob};
-use equipoise_lab::swarm::workload::Hotspots;
+use equipoise_lab::swarm::places::Places;
+use equipoise_lab::swarm::shape::shape;
 
 /// The static plans SWARM is measured against: blocks per worker.
-const STATIC_BLOCKS: [usize; 5] = [1, 4, 16, 64, 256];
+const STATIC_BLOCKS: [usize; 6] = [1, 4, 16, 64, 256, 1024];
+
+/// The worker threads at which the SWARM part counts work.
+const SCALING_WORKERS: [usize; 3] = [16, 32, 64];
 
 /// The equipoise tour.
 #[derive(Parser, Debug)]
@@ -55,8 +60,13 @@ struct Args {
     /// Points of the spatial part.
     #[arg(long, default_value_t = 200_000)]
     points: u64,
-    /// Busy work per point–query check in the spatial part, in microseconds.
-    #[arg(long, default_value_t = 0.02)]
+    /// Points of the spatial part at 16-64 worker threads (with one
+    /// query per 200 points).
+    #[arg(long, default_value_t = 1_000_000)]
+    scaling_points: u64,
+    /// Busy work per point–query check in the spatial part, in
+    /// microseconds (an application's check, such as a keyword match).
+    #[arg(long, default_value_t = 0.5)]
     check_us: f64,
 }
 
@@ -124,19 +134,28 @@ fn wordcount_part(args: &Args) -> Result<(), Error> {
 }
 
 fn swarm_part(args: &Args) -> Result<(), Error> {
-    let grid = Grid::new(Rect::new(0.0, 0.0, 1000.0, 1000.0)?, 64, 64)?;
+    let grid = Grid::new(Rect::new(-180.0, -90.0, 180.0, 90.0)?, 64, 64)?;
     let queries = args.points / 100;
     let input = Arc::new(
-        Hotspots {
+        Places {
             points: args.points,
             queries,
-            ..Hotspots::default()
+            ..Places::default()
         }
         .generate(&grid),
     );
+    let shape = shape(&input, &grid, 1_000);
     println!(
-        "\nPart 2. SWARM: {} points and {} continuous range queries around 2 moving hotspots, 64 x 64 grid, {} µs per point-query check\n",
+        "\nPart 2. SWARM: {} points drawn from the world's real places by population and daylight (the sun sweeping west), {} continuous range queries, 64 x 64 grid, {} µs per point-query check",
         args.points, queries, args.check_us
+    );
+    println!(
+        "An epoch's busiest cell holds {:.1} % of its points (up to {:.1} %), {:.0} % of the cells are ever used, and the busiest cell changes {} times over {} epochs\n",
+        100.0 * shape.top_cell_share[0],
+        100.0 * shape.top_cell_share[2],
+        100.0 * shape.cells_used,
+        shape.top_cell_changes,
+        shape.epochs
     );
     let mut reports = Vec::new();
     for policy in STATIC_BLOCKS
@@ -175,6 +194,52 @@ fn swarm_part(args: &Args) -> Result<(), Error> {
         reports.len(),
         if same { "identical" } else { "DIFFER (a bug)" }
     );
+    swarm_scaling(&grid, args.scaling_points)
+}
+
+/// Balance at 16-64 worker threads, where this machine's cores cannot show
+/// it as points/s: the work of the busiest worker against the mean, SWARM
+/// beside the finest static plan (one cell per partition), over the
+/// sweep of `points` points in epochs of 8 000 lines.
+fn swarm_scaling(grid: &Grid, points: u64) -> Result<(), Error> {
+    let queries = points / 200;
+    let input = Arc::new(
+        Places {
+            points,
+            queries,
+            ..Places::default()
+        }
+        .generate(grid),
+    );
+    println!(
+        "\nThe same kind of stream, {points} points and {queries} queries in epochs of 8 000 lines, at 16-64 worker threads: checks counted (no busy work)\n"
+    );
+    println!("| worker threads | plan | busiest / mean checks over the run | per epoch: median | p99 | the first epochs' worst |");
+    println!("|---|---|---|---|---|---|");
+    for workers in SCALING_WORKERS {
+        let cells = grid.cell_count() / workers;
+        for policy in [
+            PolicySpec::StaticBlocks(cells),
+            PolicySpec::Swarm(DecisionSpec::Threshold(1.2)),
+        ] {
+            let job = SpatialJob {
+                batch: 8_000,
+                policy,
+                ..SpatialJob::new(grid.clone(), Arc::clone(&input))
+            };
+            if let Some(r) = run_spatial::<RangeQueries>(job, &ClusterArgs::threads(workers))? {
+                let (epochs, start) = (r.per_epoch_max_over_mean, r.per_epoch_max_over_mean_start);
+                let plan = match policy {
+                    PolicySpec::StaticBlocks(_) => "one cell per partition".to_string(),
+                    _ => "SWARM".to_string(),
+                };
+                println!(
+                    "| {workers} | {plan} | {:.2} | {:.2} | {:.2} | {:.2} |",
+                    r.max_over_mean_work, epochs.p50, epochs.p99, start.max
+                );
+            }
+        }
+    }
     Ok(())
 }
 
