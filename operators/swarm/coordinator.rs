@@ -20,9 +20,12 @@ use super::events::{SwarmEvent, SwarmEventBuilder};
 use super::forced::random_change;
 use super::geometry::Cell;
 use super::ids::{IdMint, PartitionId};
+#[cfg(test)]
+use super::index::SHARE_WEIGHT;
 use super::index::{GlobalIndex, PlanChange};
 use super::opening::{plan_opening, OPENING_TOLERANCE};
 use super::plan_history::PlanUpdate;
+use super::spread::plan_spread;
 
 /// What a worker sends the coordinator at the end of a round.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,6 +40,19 @@ pub(crate) struct RoundReport {
     /// What it offers to shed, if it is loaded: one reduction for each of
     /// [`OFFER_SHARES`] of its cost (fewer where two are the same).
     pub offers: Vec<Offer>,
+    /// With its offers: its costliest partition that can only be shared
+    /// (one cell, or shared already), which the coordinator may spread
+    /// over several workers at once ([`plan_spread`]).
+    pub hot: Option<Hot>,
+}
+
+/// A partition a loaded worker could hand pieces of to several workers.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Hot {
+    /// The partition.
+    pub id: PartitionId,
+    /// This worker's work in it (in the units of [`WorkerLoad::work`]).
+    pub work: f64,
 }
 
 /// A reduction a loaded worker offers toward a partner the coordinator
@@ -282,11 +298,11 @@ impl Coordinator {
         self.in_flight.retain(|flight| flight.effective > round_start);
         self.log_round(epoch, &reports);
         let mut loads = vec![WorkerLoad::default(); self.workers];
-        let mut offers: Vec<Vec<Offer>> = vec![Vec::new(); self.workers];
+        let mut offers: Vec<(Vec<Offer>, Option<Hot>)> = vec![(Vec::new(), None); self.workers];
         let mut local = Vec::new();
         for report in reports {
             loads[report.worker] = report.load;
-            offers[report.worker] = report.offers;
+            offers[report.worker] = (report.offers, report.hot);
             local.extend(report.local.into_iter().map(|change| (report.worker, change)));
         }
         let mean_work = loads.iter().map(|load| load.work).sum::<f64>() / self.workers.max(1) as f64;
@@ -310,7 +326,7 @@ impl Coordinator {
             Policy::Adaptive(_) => {
                 let received = system_received(&loads);
                 let costs = planned_costs(&loads, &self.in_flight, received);
-                update.changes = self.take_offers(&costs, received, offers, &mut touched, effective);
+                update.changes = self.take_offers(costs, received, offers, &mut touched, effective);
             }
         }
         if !update.changes.is_empty() {
@@ -337,19 +353,21 @@ impl Coordinator {
     }
 
     /// If the decision policy rebalances on the workers' planned `costs`:
-    /// the i-th most loaded worker sheds toward the i-th least loaded
-    /// (disjoint pairs, so that many workers balance at once), by the offer
-    /// that best narrows the pair's gap, with the partner named, if it
-    /// narrows it by the margin (else by cuts that stay, if it offered
-    /// them, so that a later round can move the parts). Each offer's
-    /// changes that apply, in order; the load they move noted as in flight
-    /// from `effective` on, so that the next rounds' decisions count it
-    /// where it goes.
+    /// each loaded worker, the most loaded first, sheds toward the least
+    /// loaded worker not yet paired, by the offer that best narrows their
+    /// gap, with the partner named, if it narrows it by the margin (else by
+    /// cuts that stay, if it offered them, so that a later round can move
+    /// the parts); or, when that partner could not take its excess without
+    /// rising above the mean, spreads its hottest shareable partition over
+    /// as many of the least loaded as the excess needs ([`plan_spread`]).
+    /// The changes that apply, in order; the load they move noted as in
+    /// flight from `effective` on, so that the next rounds' decisions count
+    /// it where it goes.
     fn take_offers(
         &mut self,
-        costs: &[f64],
+        mut costs: Vec<f64>,
         received: f64,
-        mut offers: Vec<Vec<Offer>>,
+        mut reports: Vec<(Vec<Offer>, Option<Hot>)>,
         touched: &mut Touched,
         effective: u64,
     ) -> Vec<PlanChange> {
@@ -360,70 +378,131 @@ impl Coordinator {
         self.last_round = Instant::now();
         let verdict = decision.decide(&RoundSummary {
             throughput: received / elapsed,
-            costs,
+            costs: &costs,
         });
         if verdict.decision == Decision::DoNothing || costs.len() < 2 {
             return Vec::new();
         }
         let mut order: Vec<usize> = (0..costs.len()).collect();
         order.sort_by(|&a, &b| costs[b].total_cmp(&costs[a]).then(a.cmp(&b)));
+        let mut free = vec![true; costs.len()];
         let mut changes = Vec::new();
-        for rank in 0..order.len() / 2 {
-            let (high, low) = (order[rank], order[order.len() - 1 - rank]);
-            if costs[high] <= costs[low] * (1.0 + 2.0 * MARGIN) {
+        for &high in &order[..order.len() / 2] {
+            let Some(&low) = order.iter().rev().find(|&&w| free[w] && w != high) else {
+                break;
+            };
+            if !free[high] || costs[high] <= costs[low] * (1.0 + 2.0 * MARGIN) {
                 continue;
             }
-            let gap = costs[high] - costs[low];
-            let narrows = |offer: &Offer| {
-                let shed = normalized(offer.work, received);
-                gap - (gap - 2.0 * shed).abs()
-            };
-            // The offers that narrow the gap by the margin, the best first,
-            // then cuts that stay (which shed nothing yet).
-            let mut offered = std::mem::take(&mut offers[high]);
-            offered.retain(|offer| offer.work == 0.0 || narrows(offer) > MARGIN * costs[high]);
-            offered.sort_by(|a, b| narrows(b).total_cmp(&narrows(a)));
-            offered.sort_by_key(|offer| offer.work == 0.0);
-            let leaving: Vec<PartitionId> = self
-                .in_flight
-                .iter()
-                .filter(|flight| flight.from == high)
-                .flat_map(|flight| flight.partitions.iter().copied())
-                .collect();
-            // The first whose partitions the worker still holds and no update
-            // is moving (a part an earlier change of the offer makes is not
-            // in the plan yet), whole.
-            let index = &self.index;
-            let held = |id: &PartitionId| {
-                !leaving.contains(id) && (index.info(*id).is_none() || index.holders(*id).any(|holder| holder == high))
-            };
-            let Some(offer) = offered
-                .into_iter()
-                .find(|offer| offer.changes.iter().all(|change| change.touched().iter().all(held)))
-            else {
-                continue;
-            };
-            let offered = offer.changes.len();
-            let applied: Vec<PlanChange> = offer
-                .changes
-                .into_iter()
-                .map(|change| change.with_worker(PARTNER, low))
-                .filter(|change| touched.admit(&mut self.index, change))
-                .collect();
-            if applied.is_empty() {
-                continue;
+            let (offers, hot) = std::mem::take(&mut reports[high]);
+            let spread = hot.and_then(|hot| self.spread(high, hot, &costs, &free, received));
+            let proposed = spread.unwrap_or_else(|| self.pair(high, low, offers, (costs[high], costs[low]), received));
+            for (change, to, work) in proposed {
+                if !touched.admit(&mut self.index, &change) {
+                    continue;
+                }
+                free[to] = false;
+                costs[high] -= normalized(work, received);
+                costs[to] += normalized(work, received);
+                self.in_flight.push(InFlight {
+                    effective,
+                    from: high,
+                    to,
+                    work,
+                    partitions: change.touched(),
+                });
+                changes.push(change);
             }
-            // An offer cut short hands over about its share of the figure.
-            self.in_flight.push(InFlight {
-                effective,
-                from: high,
-                to: low,
-                work: offer.work * applied.len() as f64 / offered as f64,
-                partitions: applied.iter().flat_map(PlanChange::touched).collect(),
-            });
-            changes.extend(applied);
         }
         changes
+    }
+
+    /// The partitions worker `high` still holds and no concluded update is
+    /// moving: those its offers and spreads may name.
+    fn held_by(&self, high: usize) -> impl Fn(&PartitionId) -> bool + '_ {
+        let leaving: Vec<PartitionId> = self
+            .in_flight
+            .iter()
+            .filter(|flight| flight.from == high)
+            .flat_map(|flight| flight.partitions.iter().copied())
+            .collect();
+        move |id: &PartitionId| {
+            !leaving.contains(id) && (self.index.info(*id).is_none() || self.index.holders(*id).any(|h| h == high))
+        }
+    }
+
+    /// The offer of `high` that best narrows its gap with `low` (by their
+    /// `costs`; if by the margin, else cuts that stay), whose partitions it
+    /// still holds, with `low` named: each change with the worker it hands
+    /// work to and its part of the work.
+    fn pair(
+        &self,
+        high: usize,
+        low: usize,
+        mut offered: Vec<Offer>,
+        costs: (f64, f64),
+        received: f64,
+    ) -> Vec<(PlanChange, usize, f64)> {
+        let gap = costs.0 - costs.1;
+        let narrows = |offer: &Offer| gap - (gap - 2.0 * normalized(offer.work, received)).abs();
+        // The offers that narrow the gap by the margin, the best first,
+        // then cuts that stay (which shed nothing yet).
+        offered.retain(|offer| offer.work == 0.0 || narrows(offer) > MARGIN * costs.0);
+        offered.sort_by(|a, b| narrows(b).total_cmp(&narrows(a)));
+        offered.sort_by_key(|offer| offer.work == 0.0);
+        // The first whose partitions the worker still holds and no update
+        // is moving (a part an earlier change of the offer makes is not in
+        // the plan yet), whole.
+        let held = self.held_by(high);
+        let Some(offer) = offered
+            .into_iter()
+            .find(|offer| offer.changes.iter().all(|change| change.touched().iter().all(&held)))
+        else {
+            return Vec::new();
+        };
+        // An offer cut short hands over about its share of the figure.
+        let work = offer.work / offer.changes.len() as f64;
+        let named = offer.changes.into_iter().map(|change| change.with_worker(PARTNER, low));
+        named.map(|change| (change, low, work)).collect()
+    }
+
+    /// Pieces of `high`'s `hot` partition for the least loaded workers
+    /// still free, if one pair could not take its excess and no concluded
+    /// update is changing the partition: the shares, and the work each
+    /// hands over.
+    fn spread(
+        &self,
+        high: usize,
+        hot: Hot,
+        costs: &[f64],
+        free: &[bool],
+        received: f64,
+    ) -> Option<Vec<(PlanChange, usize, f64)>> {
+        let moving = self.in_flight.iter().any(|flight| flight.partitions.contains(&hot.id));
+        let weight = self.index.weight_of(hot.id, high);
+        if moving || weight < 2 || !self.held_by(high)(&hot.id) {
+            return None;
+        }
+        let part = normalized(hot.work, received);
+        let pieces = plan_spread(costs, high, part, free, MARGIN);
+        let mut left = weight;
+        let mut shares = Vec::new();
+        for (with, piece) in pieces {
+            let given = ((piece / part) * f64::from(weight)).floor() as u32;
+            if given == 0 || given >= left {
+                continue;
+            }
+            left -= given;
+            let share = PlanChange::Share {
+                id: hot.id,
+                with,
+                from: high,
+                weight: given,
+            };
+            shares.push((share, with, hot.work * f64::from(given) / f64::from(weight)));
+        }
+        // One piece: a pair's offer does as well.
+        (shares.len() > 1).then_some(shares)
     }
 
     /// Each worker's changes to its own partitions that apply, in
@@ -516,6 +595,7 @@ mod tests {
             load: WorkerLoad { work, received: 100.0 },
             local: Vec::new(),
             offers: Vec::new(),
+            hot: None,
         }
     }
 
@@ -630,5 +710,44 @@ mod tests {
         assert!(coordinator.worth_sending(&update(106.0, vec![])));
         // A change always goes.
         assert!(coordinator.worth_sending(&update(106.0, vec![PlanChange::Move { id, to: 1 }])));
+    }
+
+    #[test]
+    fn a_hot_cell_beyond_what_one_partner_can_take_is_spread_over_several() {
+        let (mut coordinator, index, _) = coordinator(8, 6, 4);
+        let (&hot, _) = index.partitions().iter().find(|(_, info)| info.owner == 0).unwrap();
+        // Worker 0 does 3 times the mean (1000 of 2000 in all), 800 of it in
+        // a partition it can only share; its pair's offer sheds 100.
+        let mut reports: Vec<RoundReport> = (0..6).map(|w| report(w, if w == 0 { 1000.0 } else { 200.0 })).collect();
+        reports[0].offers = vec![Offer {
+            changes: vec![PlanChange::Move { id: hot, to: PARTNER }],
+            work: 100.0,
+        }];
+        reports[0].hot = Some(Hot { id: hot, work: 800.0 });
+        let changes = coordinator.round(1, reports).changes;
+        let partners: Vec<usize> = changes
+            .iter()
+            .map(|change| match *change {
+                PlanChange::Share { id, with, from: 0, .. } if id == hot => with,
+                ref other => panic!("not a share of the hot partition: {other:?}"),
+            })
+            .collect();
+        // Each partner filled to the mean and the margin (350 of 333.3): 150
+        // each for four, the 50 left of worker 0's excess to the fifth.
+        assert_eq!(partners, vec![1, 2, 3, 4, 5], "{changes:?}");
+        let weights: Vec<u32> = changes
+            .iter()
+            .map(|change| match *change {
+                PlanChange::Share { weight, .. } => weight,
+                _ => unreachable!(),
+            })
+            .collect();
+        let piece = |work: f64| (work / 800.0 * f64::from(SHARE_WEIGHT)).floor() as u32;
+        assert!(weights
+            .iter()
+            .zip([150.0, 150.0, 150.0, 150.0, 50.0])
+            .all(|(&w, work)| w.abs_diff(piece(work)) <= 1));
+        // Worker 0 keeps a piece as large as any it gives.
+        assert!(coordinator.index.weight_of(hot, 0) >= piece(150.0), "{weights:?}");
     }
 }

@@ -15,7 +15,7 @@ use crate::common::busy_work::BusyWork;
 use crate::common::Error;
 
 use super::app::PartitionState;
-use super::coordinator::{Offer, RoundReport, MARGIN, OFFER_SHARES, PARTNER};
+use super::coordinator::{Hot, Offer, RoundReport, MARGIN, OFFER_SHARES, PARTNER};
 use super::cost::CostModel;
 use super::cost::{normalized, WorkerLoad};
 use super::dispatch::{Dispatched, DispatchedTo};
@@ -211,11 +211,18 @@ impl<S: PartitionState, M: CostModel> Executor<S, M> {
             }
         }
         let offers = self.offer(load, &local);
+        // Only a worker that offers is loaded enough to spread.
+        let busy: Vec<PartitionId> = local.iter().flat_map(PlanChange::touched).collect();
+        let hot = (!offers.is_empty())
+            .then(|| self.store.hottest_shareable(&self.model, &busy))
+            .flatten()
+            .map(|(id, work)| Hot { id, work });
         RoundReport {
             worker: self.store.me(),
             load,
             local,
             offers,
+            hot,
         }
     }
 

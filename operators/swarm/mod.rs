@@ -91,6 +91,7 @@ mod query_store;
 mod range_queries;
 mod rebalance;
 mod record;
+mod spread;
 mod stats;
 mod store;
 mod textual;

@@ -193,6 +193,18 @@ impl<S: PartitionState> Store<S> {
         WorkerLoad::of(model, &totals)
     }
 
+    /// The costliest partition held, by its last round, that can only be
+    /// shared (one cell, or shared already) and no change in `busy` names,
+    /// with its work.
+    pub(crate) fn hottest_shareable(&self, model: &dyn CostModel, busy: &[PartitionId]) -> Option<(PartitionId, f64)> {
+        self.partitions
+            .iter()
+            .filter(|&(id, p)| !busy.contains(id) && (p.rect.area() == 1 || !self.index.replicas(*id).is_empty()))
+            .map(|(&id, p)| (id, model.work(&p.stats.totals())))
+            .filter(|&(_, work)| work > 0.0)
+            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+    }
+
     /// The mean work of the partitions held: the floor below which
     /// [`granularity`](super::granularity) leaves partitions alone.
     pub(crate) fn mean_work(&self, model: &dyn CostModel) -> f64 {
