@@ -30,6 +30,7 @@ use equipoise_lab::common::driver::run_diagnosed;
 use equipoise_lab::common::program::write_report;
 use equipoise_lab::common::Error;
 use equipoise_lab::swarm::cli::{SpatialArgs, SpatialRun};
+use equipoise_lab::swarm::forced::forced_changes;
 use equipoise_lab::swarm::job::{SpatialJob, SpatialReport, WorkerFigures};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
@@ -99,10 +100,17 @@ where
     let totals = Rc::new(RefCell::new((0u64, 0u64)));
     let sink = Rc::clone(&totals);
     let (handles, probe) = worker.dataflow::<u64, _, _>(|scope| {
-        let (matches, handles) = scope
-            .input_from(&mut input)
-            .swarm::<S>(&config, job.policy())
-            .expect("checked by job.check");
+        let records = scope.input_from(&mut input);
+        // `--policy forced:<seed>`: random changes on a control stream
+        // instead of SWARM's coordinator.
+        let (matches, handles) = match job.forced() {
+            Some(seed) => {
+                let control = forced_changes(&records, seed, &config).expect("checked by job.check");
+                records.swarm_controlled::<S>(&config, control)
+            }
+            None => records.swarm::<S>(&config, job.policy()),
+        }
+        .expect("checked by job.check");
         // Per epoch: each query's matches, and the epoch's digest, emitted
         // once SWARM's output has passed the epoch.
         let per_query = matches.unary_frontier::<CapacityContainerBuilder<Vec<(u64, u64)>>, _, _, _>(

@@ -13,7 +13,7 @@ use equipoise::swarm::events::{SwarmEvent, SwarmEventBuilder};
 use equipoise::swarm::figures::Orders;
 use equipoise::swarm::plan::PlanChange;
 use equipoise::swarm::plan::Totals;
-use equipoise::swarm::{Grid, Match, PartitionState, RangeQueries, Rect, SpatioTextual, Swarm, LOG_NAME};
+use equipoise::swarm::{Grid, Match, PartitionState, RangeQueries, Rect, SpatioTextual, Swarm, SwarmConfig, LOG_NAME};
 use equipoise_lab::common::cluster::ClusterArgs;
 use equipoise_lab::common::gather::gather_at_first_worker;
 use equipoise_lab::swarm::input::SpatialInput;
@@ -243,9 +243,8 @@ fn orders_under(
         let sink = Rc::clone(&seen);
         let config = job.config().with_cost(cost.clone());
         let handles = worker.dataflow::<u64, _, _>(|scope| {
-            let (matches, handles) = scope
-                .input_from(&mut input)
-                .swarm::<RangeQueries>(&config, job.policy())
+            let (matches, handles) = job
+                .swarm::<RangeQueries, _>(scope.input_from(&mut input), &config)
                 .unwrap();
             matches.inspect(move |m: &Match| {
                 let (count, digest) = sink.get();
@@ -517,12 +516,30 @@ fn a_move_decided_before_the_input_ends_still_happens() {
 }
 
 #[test]
-fn the_coordinators_decisions_are_logged_to_timely_logging() {
+fn the_plans_changes_are_logged_to_timely_logging() {
     let input = workload(5, 10_000, 200);
-    let job = SpatialJob {
-        policy: PolicySpec::Forced(9),
-        ..job(&input)
-    };
+    // Ordered on a control stream: every kind of change, and no rounds of
+    // a coordinator's.
+    let (orders, events, moved) = logged(&input, PolicySpec::Forced(9));
+    assert_logged_changes(&orders, &events);
+    assert!(moved > 0, "some partition changed owner");
+    assert!(orders.moves + orders.splits + orders.merges > 0, "{orders:?}");
+    assert!(!events.iter().any(|e| matches!(e, SwarmEvent::Round { .. })));
+    // Decided by the coordinator: each round's loads too.
+    let (orders, events, _) = logged(&input, PolicySpec::Swarm(DecisionSpec::Threshold(1.1)));
+    assert_logged_changes(&orders, &events);
+    let rounds = events
+        .iter()
+        .filter(|e| matches!(e, SwarmEvent::Round { loads, .. } if loads.len() == 2))
+        .count() as u64;
+    assert_eq!(rounds, orders.rounds, "{orders:?}");
+}
+
+/// Runs `policy` on `input` at 2 workers with the SWARM log recorded:
+/// worker 0's orders and log events, and the partitions sent away, each
+/// worker's migrations checked against its figures.
+fn logged(input: &Arc<SpatialInput>, policy: PolicySpec) -> (Orders, Vec<SwarmEvent>, u64) {
+    let job = SpatialJob { policy, ..job(input) };
     let result = Arc::new(Mutex::new(None));
     let slot = Arc::clone(&result);
     let moved_by_worker = Arc::new(Mutex::new(Vec::new()));
@@ -541,9 +558,8 @@ fn the_coordinators_decisions_are_logged_to_timely_logging() {
         let mut input = InputHandle::new();
         let config = job.config();
         let handles = worker.dataflow::<u64, _, _>(|scope| {
-            let (_matches, handles) = scope
-                .input_from(&mut input)
-                .swarm::<RangeQueries>(&config, job.policy())
+            let (_matches, handles) = job
+                .swarm::<RangeQueries, _>(scope.input_from(&mut input), &config)
                 .unwrap();
             handles
         });
@@ -574,14 +590,14 @@ fn the_coordinators_decisions_are_logged_to_timely_logging() {
         }
     })
     .unwrap();
-    assert!(
-        moved_by_worker.lock().unwrap().iter().sum::<u64>() > 0,
-        "some partition changed owner"
-    );
     let (orders, events) = result.lock().unwrap().take().unwrap();
+    let moved = moved_by_worker.lock().unwrap().iter().sum();
+    (orders, events, moved)
+}
+
+/// Each kind of change is logged as often as the orders count it.
+fn assert_logged_changes(orders: &Orders, events: &[SwarmEvent]) {
     let count = |f: &dyn Fn(&SwarmEvent) -> bool| events.iter().filter(|e| f(e)).count() as u64;
-    let rounds = count(&|e| matches!(e, SwarmEvent::Round { loads, .. } if loads.len() == 2));
-    assert_eq!(rounds, orders.rounds, "{orders:?}");
     let changes =
         |kind: fn(&PlanChange) -> bool| count(&|e| matches!(e, SwarmEvent::Change { change, .. } if kind(change)));
     assert_eq!(changes(|c| matches!(c, PlanChange::Move { .. })), orders.moves);
@@ -589,7 +605,6 @@ fn the_coordinators_decisions_are_logged_to_timely_logging() {
     assert_eq!(changes(|c| matches!(c, PlanChange::Merge { .. })), orders.merges);
     assert_eq!(changes(|c| matches!(c, PlanChange::Share { .. })), orders.shares);
     assert_eq!(changes(|c| matches!(c, PlanChange::Unshare { .. })), orders.unshares);
-    assert!(orders.moves + orders.splits + orders.merges > 0, "{orders:?}");
 }
 
 /// A stream whose points nearly all fall in one cell of the 16 × 16 grid
@@ -701,4 +716,83 @@ fn the_opening_shares_a_hot_cell_from_the_first_epoch() {
             "{workers} workers: the initial plan {initial:?}"
         );
     }
+}
+
+/// Megaphone's shape: a program orders the plan on a control stream.
+/// Moving all of worker 0's partitions to worker 1 at epoch 0 leaves worker
+/// 0 nothing to check from the second round on; a change naming a worker
+/// beyond the last is refused and counted; the matches stay those of a
+/// brute-force scan.
+#[test]
+fn a_control_stream_orders_the_plan_and_its_bad_changes_are_refused() {
+    let input = workload(3, 4000, 100);
+    let batch = 200;
+    let reference = brute_force_matches(&input, batch);
+    let config = SwarmConfig {
+        round: Some(2),
+        ..SwarmConfig::new(grid())
+    };
+    let (plan, _) = config.initial_plan(2).unwrap();
+    let owned_by = |worker: usize| plan.partitions().iter().filter(move |(_, info)| info.owner == worker);
+    let mut orders: Vec<PlanChange> = owned_by(0).map(|(&id, _)| PlanChange::Move { id, to: 1 }).collect();
+    let moved = orders.len() as u64;
+    orders.push(PlanChange::Move {
+        id: *owned_by(1).next().unwrap().0,
+        to: 2,
+    });
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let sink_all = Arc::clone(&ran);
+    timely::execute(timely::Config::process(2), move |worker| {
+        let (mut records, mut control) = (InputHandle::new(), InputHandle::new());
+        let seen = Rc::new(Cell::new((0u64, 0u64)));
+        let sink = Rc::clone(&seen);
+        let handles = worker.dataflow::<u64, _, _>(|scope| {
+            let (matches, handles) = scope
+                .input_from(&mut records)
+                .swarm_controlled::<RangeQueries>(&config, scope.input_from(&mut control))
+                .unwrap();
+            matches.inspect(move |m: &Match| {
+                let (count, digest) = sink.get();
+                sink.set((count + 1, digest.wrapping_add(m.digest())));
+            });
+            handles
+        });
+        let (me, peers) = (worker.index() as u64, worker.peers() as u64);
+        if me == 0 {
+            control.send_batch(&mut orders.clone());
+        }
+        for (line, record) in &input.records {
+            let epoch = line / batch;
+            if epoch > *records.time() {
+                records.advance_to(epoch);
+                control.advance_to(epoch);
+            }
+            if line % peers == me {
+                records.send(record.clone());
+            }
+        }
+        drop((records, control));
+        while worker.step() {}
+        let checks_from_round_2: u64 = handles
+            .figures()
+            .recent_epochs
+            .iter()
+            .filter(|epoch| epoch.epoch >= 2)
+            .map(|epoch| epoch.checks)
+            .sum();
+        sink_all
+            .lock()
+            .unwrap()
+            .push((me, seen.get(), checks_from_round_2, handles.orders()));
+    })
+    .unwrap();
+    let mut ran = ran.lock().unwrap().clone();
+    ran.sort_by_key(|(worker, ..)| *worker);
+    let (count, digest) = ran.iter().fold((0u64, 0u64), |(c, d), (_, (count, digest), ..)| {
+        (c + count, d.wrapping_add(*digest))
+    });
+    assert_eq!((count, digest), reference);
+    assert_eq!((ran[0].2, ran[1].2 > 0), (0, true), "checks from epoch 2 by worker");
+    let orders = &ran[0].3;
+    assert_eq!((orders.moves, orders.refused), (moved, 1), "{orders:?}");
 }

@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::operators::vec::Input;
 use timely::dataflow::operators::Inspect;
-use timely::dataflow::{InputHandle, ProbeHandle};
+use timely::dataflow::{InputHandle, ProbeHandle, StreamVec};
+use timely::ExchangeData;
 
 use crate::common::cluster::ClusterArgs;
 use crate::common::driver::{drive_epochs, run_gathered, EpochTimes};
@@ -29,8 +30,10 @@ use equipoise::common::busy_work::BusyWork;
 use equipoise::swarm::events::SwarmEvent;
 use equipoise::swarm::LOG_NAME;
 
+use super::forced::forced_changes;
 use super::input::SpatialInput;
 use super::shape::{shape, WorkloadShape};
+use equipoise::swarm::cost::CostModel;
 use equipoise::swarm::figures::Orders;
 use equipoise::swarm::figures::Refused;
 use equipoise::swarm::figures::{ExecutorFigures, RECENT_EPOCHS};
@@ -100,11 +103,12 @@ pub enum PolicySpec {
 impl PolicySpec {
     fn build(&self) -> Policy {
         match *self {
-            PolicySpec::Static | PolicySpec::StaticBlocks(_) => Policy::Static,
+            // A forced schedule's plan comes on a control stream instead
+            // (`SpatialJob::swarm`).
+            PolicySpec::Static | PolicySpec::StaticBlocks(_) | PolicySpec::Forced(_) => Policy::Static,
             PolicySpec::Swarm(DecisionSpec::Paper) | PolicySpec::SwarmFrom(DecisionSpec::Paper, _) => Policy::paper(),
             PolicySpec::Swarm(DecisionSpec::Threshold(tau))
             | PolicySpec::SwarmFrom(DecisionSpec::Threshold(tau), _) => Policy::threshold(tau),
-            PolicySpec::Forced(seed) => Policy::forced(seed),
         }
     }
 
@@ -453,9 +457,43 @@ impl<P: Clone + 'static, Q: Clone + 'static> SpatialJob<P, Q> {
         }
     }
 
-    /// The plan policy these settings ask for.
+    /// The plan policy these settings ask for (a static one under
+    /// `forced:<seed>`, whose changes come on a control stream: see
+    /// [`SpatialJob::swarm`]).
     pub fn policy(&self) -> Policy {
         self.policy.build()
+    }
+
+    /// SWARM on `records` under `config` as these settings ask: the
+    /// policy's plan, or under `forced:<seed>` the forced schedule's
+    /// control stream ([`forced_changes`]).
+    #[allow(clippy::type_complexity)]
+    pub fn swarm<'scope, S, M>(
+        &self,
+        records: StreamVec<'scope, u64, Record<P, Q>>,
+        config: &SwarmConfig<M>,
+    ) -> Result<(StreamVec<'scope, u64, S::Output>, SwarmHandles), Error>
+    where
+        S: PartitionState<Point = P, Query = Q>,
+        P: ExchangeData,
+        Q: ExchangeData,
+        M: CostModel + Clone + 'static,
+    {
+        match self.forced() {
+            Some(seed) => {
+                let control = forced_changes(&records, seed, config)?;
+                Ok(records.swarm_controlled::<S>(config, control)?)
+            }
+            None => Ok(records.swarm::<S>(config, self.policy())?),
+        }
+    }
+
+    /// The forced schedule's seed, under `forced:<seed>`.
+    pub fn forced(&self) -> Option<u64> {
+        match self.policy {
+            PolicySpec::Forced(seed) => Some(seed),
+            _ => None,
+        }
     }
 
     /// Feeds this worker's share of the records (line `l` goes to worker
@@ -552,9 +590,8 @@ where
             let seen = Rc::new(RefCell::new((0u64, 0u64)));
             let sink = Rc::clone(&seen);
             let handles = worker.dataflow::<u64, _, _>(|scope| {
-                let (matches, handles) = scope
-                    .input_from(&mut input)
-                    .swarm::<S>(&shared.config(), shared.policy())
+                let (matches, handles) = shared
+                    .swarm::<S, _>(scope.input_from(&mut input), &shared.config())
                     .expect("checked above");
                 matches.inspect(move |m| {
                     let mut seen = sink.borrow_mut();

@@ -2,6 +2,7 @@
 //! and workload generators.
 
 pub mod cli;
+pub mod forced;
 pub mod input;
 pub mod job;
 pub mod places;

@@ -7,8 +7,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
-use rand::rngs::SmallRng;
-use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 use timely::logging_core::Logger;
 
@@ -17,9 +15,10 @@ use crate::common::{keep_recent, Error};
 use super::cost::{normalized, system_received, WorkerLoad};
 use super::decision::{Decision, DecisionPolicy, FiveStage, RoundSummary, Threshold};
 use super::events::{SwarmEvent, SwarmEventBuilder};
-use super::forced::random_change;
 use super::geometry::Cell;
-use super::ids::{IdMint, PartitionId};
+#[cfg(test)]
+use super::ids::IdMint;
+use super::ids::PartitionId;
 #[cfg(test)]
 use super::index::SHARE_WEIGHT;
 use super::index::{GlobalIndex, PlanChange};
@@ -99,9 +98,6 @@ pub enum Policy {
     Static,
     /// SWARM: a decision policy, then reductions from the workers.
     Adaptive(Box<dyn DecisionPolicy + Send>),
-    /// A random move, split, merge, share or unshare every round (tests the
-    /// migrations), drawn from this seed.
-    Forced(u64),
 }
 
 impl Policy {
@@ -117,17 +113,12 @@ impl Policy {
         Policy::Adaptive(Box::new(Threshold::new(tau)))
     }
 
-    /// A forced schedule seeded with `seed`.
-    pub fn forced(seed: u64) -> Self {
-        Policy::Forced(seed)
-    }
-
     /// Whether the policy's settings can be used: `swarm` refuses one that
     /// cannot (a threshold that is NaN or below 1).
     pub fn validate(&self) -> Result<(), Error> {
         match self {
             Policy::Adaptive(decision) => decision.validate(),
-            Policy::Static | Policy::Forced(_) => Ok(()),
+            Policy::Static => Ok(()),
         }
     }
 }
@@ -143,7 +134,7 @@ pub struct Orders {
     /// Rounds concluded.
     pub rounds: u64,
     /// Rounds in which the coordinator rebalanced: some pair's offer (or
-    /// the forced change) applied. Workers' splits and merges of their own
+    /// a change of the control stream) applied. Workers' splits and merges of their own
     /// partitions are not counted here.
     pub rebalanced: u64,
     /// Partitions moved whole.
@@ -159,6 +150,42 @@ pub struct Orders {
     /// The epochs from which non-empty updates held (when state moved):
     /// the most recent [`CHANGES_KEPT`] of them.
     pub changed_at: Vec<u64>,
+    /// Changes a control stream ordered that did not apply to the plan as
+    /// it then was (a partition that no longer exists, a worker out of
+    /// range, a move to a holder), skipped
+    /// ([`Swarm::swarm_controlled`](super::Swarm::swarm_controlled)).
+    #[serde(default)]
+    pub refused: u64,
+}
+
+impl Orders {
+    /// Counts `changes`, holding from `effective`.
+    pub(crate) fn count(&mut self, effective: u64, changes: &[PlanChange]) {
+        for change in changes {
+            match change {
+                PlanChange::Move { .. } => self.moves += 1,
+                PlanChange::Split { .. } => self.splits += 1,
+                PlanChange::Merge { .. } => self.merges += 1,
+                PlanChange::Share { .. } => self.shares += 1,
+                PlanChange::Unshare { .. } => self.unshares += 1,
+            }
+        }
+        if !changes.is_empty() {
+            keep_recent(&mut self.changed_at, effective, CHANGES_KEPT);
+        }
+    }
+}
+
+/// Logs `changes`, holding from `effective`, to `logger` if anyone listens.
+pub(crate) fn log_changes(logger: Option<&Logger<SwarmEventBuilder>>, effective: u64, changes: &[PlanChange]) {
+    if let Some(logger) = logger {
+        for change in changes {
+            logger.log(SwarmEvent::Change {
+                effective,
+                change: change.clone(),
+            });
+        }
+    }
 }
 
 /// The partitions an update's changes touched so far, and whether only
@@ -167,11 +194,11 @@ pub struct Orders {
 /// cannot be moved, split, merged or given back by a later change of the
 /// same update; shares of one partition by several holders combine.
 #[derive(Default)]
-struct Touched(HashMap<PartitionId, bool>);
+pub(crate) struct Touched(HashMap<PartitionId, bool>);
 
 impl Touched {
     /// Whether `change` may follow the changes added so far.
-    fn admits(&self, change: &PlanChange) -> bool {
+    pub(crate) fn admits(&self, change: &PlanChange) -> bool {
         let share = matches!(change, PlanChange::Share { .. });
         change
             .touched()
@@ -180,7 +207,7 @@ impl Touched {
     }
 
     /// Adds `change` (true, to chain in a filter).
-    fn add(&mut self, change: &PlanChange) -> bool {
+    pub(crate) fn add(&mut self, change: &PlanChange) -> bool {
         let share = matches!(change, PlanChange::Share { .. });
         for id in change.touched() {
             *self.0.entry(id).or_insert(share) &= share;
@@ -199,10 +226,7 @@ impl Touched {
 /// The coordinator (on worker 0).
 pub(crate) struct Coordinator {
     policy: Policy,
-    /// The forced schedule's draws.
-    rng: SmallRng,
     index: GlobalIndex,
-    mint: IdMint,
     workers: usize,
     /// Epochs per round.
     round: u64,
@@ -222,24 +246,11 @@ pub(crate) struct Coordinator {
 impl Coordinator {
     /// A coordinator for `workers` workers under the initial plan `index`,
     /// with rounds of `round` epochs; updates take effect `lead + 1`
-    /// epochs after the round end that decided them; forced changes mint
-    /// ids from `mint`.
-    pub(crate) fn new(
-        policy: Policy,
-        index: GlobalIndex,
-        mint: IdMint,
-        workers: usize,
-        (round, lead): (u64, u64),
-    ) -> Self {
-        let seed = match policy {
-            Policy::Forced(seed) => seed,
-            _ => 0,
-        };
+    /// epochs after the round end that decided them.
+    pub(crate) fn new(policy: Policy, index: GlobalIndex, workers: usize, (round, lead): (u64, u64)) -> Self {
         Coordinator {
-            rng: SmallRng::seed_from_u64(seed),
             policy,
             index,
-            mint,
             workers,
             round,
             lead,
@@ -316,13 +327,6 @@ impl Coordinator {
         match &mut self.policy {
             // Never built for a static plan, whose workers plan nothing of their own.
             Policy::Static => {}
-            Policy::Forced(_) => {
-                if let Some(change) = random_change(&mut self.rng, &self.index, self.workers, &mut self.mint)
-                    && touched.admit(&mut self.index, &change)
-                {
-                    update.changes.push(change);
-                }
-            }
             Policy::Adaptive(_) => {
                 let received = system_received(&loads);
                 let costs = planned_costs(&loads, &self.in_flight, received);
@@ -536,26 +540,8 @@ impl Coordinator {
 
     /// Counts `changes`, holding from `effective`, among the orders, and logs them.
     fn count(&mut self, effective: u64, changes: &[PlanChange]) {
-        for change in changes {
-            match change {
-                PlanChange::Move { .. } => self.orders.moves += 1,
-                PlanChange::Split { .. } => self.orders.splits += 1,
-                PlanChange::Merge { .. } => self.orders.merges += 1,
-                PlanChange::Share { .. } => self.orders.shares += 1,
-                PlanChange::Unshare { .. } => self.orders.unshares += 1,
-            }
-        }
-        if let Some(logger) = &self.logger {
-            for change in changes {
-                logger.log(SwarmEvent::Change {
-                    effective,
-                    change: change.clone(),
-                });
-            }
-        }
-        if !changes.is_empty() {
-            keep_recent(&mut self.orders.changed_at, effective, CHANGES_KEPT);
-        }
+        self.orders.count(effective, changes);
+        log_changes(self.logger.as_ref(), effective, changes);
     }
 }
 
@@ -584,8 +570,7 @@ mod tests {
         let side = f64::from(cells);
         let grid = Grid::new(Rect::new(0.0, 0.0, side, side).unwrap(), cells, cells).unwrap();
         let (index, base) = GlobalIndex::blocks(grid, workers, k).unwrap();
-        let mint = IdMint::new(base, workers, workers + 1);
-        let coordinator = Coordinator::new(Policy::threshold(1.2), index.clone(), mint, workers, (2, 2));
+        let coordinator = Coordinator::new(Policy::threshold(1.2), index.clone(), workers, (2, 2));
         (coordinator, index, base)
     }
 

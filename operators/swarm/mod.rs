@@ -67,6 +67,7 @@
 
 mod app;
 mod census;
+mod control;
 mod coordination;
 mod coordinator;
 pub mod cost;

@@ -44,6 +44,7 @@ use crate::common::Error;
 
 use super::app::PartitionState;
 use super::census::open;
+use super::control::{control as control_plan, Controller};
 use super::coordination::coordinate;
 use super::coordinator::{Coordinator, Orders, Policy, RoundReport};
 use super::cost::{CostModel, RangeQueryCost};
@@ -215,6 +216,15 @@ impl<M> SwarmConfig<M> {
         self.round.unwrap_or(if workers >= SHORT_ROUNDS_FROM { 1 } else { 2 })
     }
 
+    /// The plan SWARM starts from at `workers` workers, and a mint of
+    /// partition ids no worker uses: what a program that orders changes on
+    /// a control stream ([`Swarm::swarm_controlled`]) plans from. Apply
+    /// each change it orders to its copy, as SWARM does.
+    pub fn initial_plan(&self, workers: usize) -> Result<(GlobalIndex, IdMint), Error> {
+        let (index, base) = self.initial.lay_out(&self.grid, workers)?;
+        Ok((index, IdMint::new(base, workers, workers + 1)))
+    }
+
     /// Checks the settings `swarm` would refuse (it calls this too): a
     /// round of 0 or more than 2^32 epochs, a plan depth of 0 or more than
     /// 2^16 rounds, a merge interval of 0, a split gain that is not a share > 0.
@@ -331,6 +341,70 @@ pub trait Swarm<'scope, P, Q> {
         config: &SwarmConfig<impl CostModel + Clone + 'static>,
         policy: Policy,
     ) -> Result<(StreamVec<'scope, u64, S::Output>, SwarmHandles), Error>;
+
+    /// Runs application `S` over these records on the plan that `control`
+    /// orders, in place of SWARM's coordinator (Megaphone's control
+    /// stream): a change ordered at time `t` holds from the start of the
+    /// next round (`round_for` epochs each), and the state it moves
+    /// migrates at the round's end, with nothing lost or duplicated. The
+    /// records of an epoch wait until `control` has passed it, so advance
+    /// it with the records. Changes apply in order to the plan that
+    /// [`SwarmConfig::initial_plan`] gives; one touching a partition an
+    /// earlier change of the same round touched waits for the next round,
+    /// and one that does not apply (a partition that no longer exists, a
+    /// worker beyond the last) is skipped and counted in
+    /// [`Orders::refused`](super::figures::Orders::refused). The
+    /// executors make no changes of their own.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use timely::dataflow::operators::{Input, Inspect};
+    /// use equipoise::swarm::plan::PlanChange;
+    /// use equipoise::swarm::{Grid, Match, Point, Query, RangeQueries, Rect, Swarm, SwarmConfig};
+    ///
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let sink = Arc::clone(&seen);
+    /// timely::execute(timely::Config::process(2), move |worker| {
+    ///     let grid = Grid::new(Rect::new(0.0, 0.0, 4.0, 4.0).unwrap(), 4, 4).unwrap();
+    ///     let config = SwarmConfig::new(grid);
+    ///     let (plan, _ids) = config.initial_plan(worker.peers()).unwrap();
+    ///     let (mut records, mut control) = (timely::dataflow::InputHandle::new(), timely::dataflow::InputHandle::new());
+    ///     let sink = Arc::clone(&sink);
+    ///     let me = worker.index();
+    ///     worker.dataflow::<u64, _, _>(|scope| {
+    ///         let (matches, _handles) = scope
+    ///             .input_from(&mut records)
+    ///             .swarm_controlled::<RangeQueries>(&config, scope.input_from(&mut control))
+    ///             .unwrap();
+    ///         matches.inspect(move |m: &Match| sink.lock().unwrap().push((m.query, m.point, me)));
+    ///     });
+    ///     // The partition holding (0.5, 0.5), and the other worker.
+    ///     let (id, owner) = plan.route_point(0.5, 0.5, equipoise::swarm::OutOfBounds::Reject).unwrap();
+    ///     if me == 0 {
+    ///         records.send(config.query(Query::new(1, Rect::new(0.0, 0.0, 1.0, 1.0).unwrap())).unwrap());
+    ///         records.send(config.point(Point::new(7, 0.5, 0.5)).unwrap());
+    ///         // Ordered at epoch 0, the move holds from the next round (epoch 2).
+    ///         control.send(PlanChange::Move { id, to: 1 - owner });
+    ///     }
+    ///     records.advance_to(2);
+    ///     control.advance_to(2);
+    ///     if me == 0 {
+    ///         records.send(config.point(Point::new(8, 0.5, 0.5)).unwrap());
+    ///     }
+    /// })
+    /// .unwrap();
+    /// let mut seen = seen.lock().unwrap().clone();
+    /// seen.sort();
+    /// // The query moved with its partition: point 8 matched at the new owner.
+    /// assert_eq!(seen.len(), 2);
+    /// assert_ne!(seen[0].2, seen[1].2);
+    /// ```
+    #[allow(clippy::type_complexity)]
+    fn swarm_controlled<S: PartitionState<Point = P, Query = Q>>(
+        self,
+        config: &SwarmConfig<impl CostModel + Clone + 'static>,
+        control: StreamVec<'scope, u64, PlanChange>,
+    ) -> Result<(StreamVec<'scope, u64, S::Output>, SwarmHandles), Error>;
 }
 
 /// A partition and the worker it goes to.
@@ -344,13 +418,75 @@ impl<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone> Swarm<'scope, P, 
         config: &SwarmConfig<impl CostModel + Clone + 'static>,
         policy: Policy,
     ) -> Result<(StreamVec<'scope, u64, S::Output>, SwarmHandles), Error> {
-        config.validate()?;
         policy.validate()?;
+        // A static plan needs no coordinator: no reports, no updates, and
+        // nothing holds the records back but their own epochs.
+        let adaptive = !matches!(policy, Policy::Static);
+        let core = Core::<S, _>::new(&self, config, adaptive)?;
         let scope = self.scope();
+        let lead = core.round * config.plan_depth;
+        // Only SWARM's own plan opens from epoch 0's census.
+        let opens = config.opening && matches!(policy, Policy::Adaptive(_));
+        let coordinator = adaptive.then(|| {
+            let coordinator = Coordinator::new(policy, core.initial.clone(), scope.peers(), (core.round, lead))
+                .with_logger(scope.worker().logger_for::<SwarmEventBuilder>(LOG_NAME));
+            Rc::new(RefCell::new(coordinator))
+        });
+        let (plan_handle, plan_stream) = scope.feedback::<Vec<PlanUpdate>>(lead);
+        let opening = coordinator.as_ref().filter(|_| opens).map_or_else(
+            || empty(scope),
+            |coordinator| open(self.clone(), &config.grid, config.cost.clone(), Rc::clone(coordinator)),
+        );
+        let orders = Rc::clone(&core.orders);
+        let (results, reports, handles) = core.run(self, (opening, plan_stream));
+        match coordinator {
+            Some(coordinator) => coordinate(reports, coordinator, orders).connect_loop(plan_handle),
+            None => empty(scope).connect_loop(plan_handle),
+        }
+        Ok((results, handles))
+    }
+
+    fn swarm_controlled<S: PartitionState<Point = P, Query = Q>>(
+        self,
+        config: &SwarmConfig<impl CostModel + Clone + 'static>,
+        control: StreamVec<'scope, u64, PlanChange>,
+    ) -> Result<(StreamVec<'scope, u64, S::Output>, SwarmHandles), Error> {
+        let core = Core::<S, _>::new(&self, config, false)?;
+        let scope = self.scope();
+        let logger = scope.worker().logger_for::<SwarmEventBuilder>(LOG_NAME);
+        let controller = Controller::new(core.initial.clone(), scope.peers(), core.round, logger);
+        let plan = control_plan(control, controller, Rc::clone(&core.orders));
+        let (results, _reports, handles) = core.run(self, (empty(scope), plan));
+        Ok((results, handles))
+    }
+}
+
+/// What both forms of SWARM build: the dispatchers and executors, which
+/// route records by a plan and carry out its updates, whoever concludes them.
+struct Core<S: PartitionState, M: CostModel> {
+    initial: GlobalIndex,
+    round: u64,
+    executor: Rc<RefCell<Executor<S, M>>>,
+    figures: Rc<RefCell<ExecutorFigures>>,
+    refused: Rc<RefCell<Refused>>,
+    orders: Rc<RefCell<Orders>>,
+}
+
+impl<S: PartitionState, M: CostModel + Clone + 'static> Core<S, M> {
+    /// The core of `records` under `config`, its executors planning their
+    /// own splits and merges and offering load if `plans_locally`.
+    fn new<R: Clone + 'static>(
+        records: &StreamVec<'_, u64, R>,
+        config: &SwarmConfig<M>,
+        plans_locally: bool,
+    ) -> Result<Self, Error> {
+        config.validate()?;
+        let scope = records.scope();
         let (me, workers) = (scope.index(), scope.peers());
         let round = config.round_for(workers);
         let (initial, base) = config.initial.lay_out(&config.grid, workers)?;
-        // Workers mint from `workers + 1` disjoint sequences, the coordinator from the last.
+        // Workers mint from `workers + 1` disjoint sequences; the last is
+        // left to whoever plans (SwarmConfig::initial_plan).
         let store = Store::<S>::new(me, initial.clone(), IdMint::new(base, me, workers + 1));
         let figures = Rc::new(RefCell::new(ExecutorFigures::default()));
         let executor = Executor::new(
@@ -358,63 +494,59 @@ impl<'scope, P: ExchangeData + Clone, Q: ExchangeData + Clone> Swarm<'scope, P, 
             config.cost.clone(),
             (round, config.merge_every),
             config.split_gain,
-            !matches!(policy, Policy::Static),
+            plans_locally,
             config.work_per_check,
             Rc::clone(&figures),
-        );
-        let executor = Rc::new(RefCell::new(
-            executor.with_logger(scope.worker().logger_for::<SwarmEventBuilder>(LOG_NAME)),
-        ));
-        let lead = round * config.plan_depth;
-        // A static plan needs no coordinator: no reports, no updates, and
-        // nothing holds the records back but their own epochs.
-        let adaptive = !matches!(policy, Policy::Static);
-        // Only SWARM's own plan opens from epoch 0's census: a forced
-        // schedule is the tests' to set.
-        let opens = config.opening && matches!(policy, Policy::Adaptive(_));
-        let coordinator = adaptive.then(|| {
-            let coordinator = Coordinator::new(
-                policy,
-                initial.clone(),
-                IdMint::new(base, workers, workers + 1),
-                workers,
-                (round, lead),
-            )
-            .with_logger(scope.worker().logger_for::<SwarmEventBuilder>(LOG_NAME));
-            Rc::new(RefCell::new(coordinator))
-        });
-        let refused = Rc::new(RefCell::new(Refused::default()));
-        let orders = Rc::new(RefCell::new(Orders::default()));
-
-        let (plan_handle, plan_stream) = scope.feedback::<Vec<PlanUpdate>>(lead);
-        let (state_handle, state_stream) = scope.feedback::<Vec<Packet<S>>>(1);
-        let opening = coordinator.as_ref().filter(|_| opens).map_or_else(
-            || empty(scope),
-            |coordinator| open(self.clone(), &config.grid, config.cost.clone(), Rc::clone(coordinator)),
-        );
-        let routed = dispatch(
-            self,
-            (opening.clone(), plan_stream.clone()),
+        )
+        .with_logger(scope.worker().logger_for::<SwarmEventBuilder>(LOG_NAME));
+        Ok(Core {
             initial,
-            Rc::clone(&refused),
+            round,
+            executor: Rc::new(RefCell::new(executor)),
+            figures,
+            refused: Rc::new(RefCell::new(Refused::default())),
+            orders: Rc::new(RefCell::new(Orders::default())),
+        })
+    }
+
+    /// Routes `records` by the initial plan changed by the `opening` and
+    /// then by the `plan` updates, and runs them: the results, the round
+    /// reports, and the handles.
+    #[allow(clippy::type_complexity)]
+    fn run<'scope>(
+        self,
+        records: StreamVec<'scope, u64, Record<S::Point, S::Query>>,
+        (opening, plan): (
+            StreamVec<'scope, u64, Vec<PlanChange>>,
+            StreamVec<'scope, u64, PlanUpdate>,
+        ),
+    ) -> (
+        StreamVec<'scope, u64, S::Output>,
+        StreamVec<'scope, u64, RoundReport>,
+        SwarmHandles,
+    )
+    where
+        S::Point: ExchangeData,
+        S::Query: ExchangeData,
+    {
+        let scope = records.scope();
+        let (state_handle, state_stream) = scope.feedback::<Vec<Packet<S>>>(1);
+        let routed = dispatch(
+            records,
+            (opening.clone(), plan.clone()),
+            self.initial,
+            Rc::clone(&self.refused),
         );
-        let control = (opening, plan_stream, state_stream);
-        let (results, reports, packets) = execute(routed, control, Rc::clone(&executor), round);
+        let (results, reports, packets) = execute(routed, (opening, plan, state_stream), self.executor, self.round);
         packets.connect_loop(state_handle);
-        match coordinator {
-            Some(coordinator) => coordinate(reports, coordinator, Rc::clone(&orders)).connect_loop(plan_handle),
-            None => empty(scope).connect_loop(plan_handle),
-        }
         let (probe, results) = results.probe();
-        Ok((
-            results,
-            SwarmHandles {
-                probe,
-                figures,
-                refused,
-                orders,
-            },
-        ))
+        let handles = SwarmHandles {
+            probe,
+            figures: self.figures,
+            refused: self.refused,
+            orders: self.orders,
+        };
+        (results, reports, handles)
     }
 }
 
