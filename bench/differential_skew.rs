@@ -53,7 +53,7 @@ use std::time::Instant;
 use clap::Parser;
 use differential_dataflow::input::Input;
 use differential_dataflow::{Hashable, VecCollection};
-use equipoise::skew::{SkewEvent, SkewEventBuilder, SkewJoin, SkewMinMax, SkewReduce, SKEW_LOG_NAME};
+use equipoise::skew::{SkewEvent, SkewEventBuilder, SkewJoin, SkewMinMax, SkewReduce, LOG_NAME};
 use equipoise_lab::common::cpu::thread_cpu_seconds;
 use equipoise_lab::common::digest::update_digest;
 use equipoise_lab::common::keys::{KeySampler, KeySpec};
@@ -227,7 +227,7 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
             worker
                 .log_register()
                 .expect("logging")
-                .insert::<SkewEventBuilder, _>(SKEW_LOG_NAME, move |_, events| {
+                .insert::<SkewEventBuilder, _>(LOG_NAME, move |_, events| {
                     for (_, event) in events.iter().flat_map(|events| events.iter()) {
                         match event {
                             SkewEvent::Routed { sent, .. } => {
@@ -321,7 +321,7 @@ fn run(op: Op, skew: bool, sampler: &Arc<KeySampler>, workers: usize, args: &Arg
         }
         let seconds = start.elapsed().as_secs_f64();
         let cpu = cpu_start.zip(thread_cpu_seconds()).map(|(start, end)| end - start);
-        drop(worker.log_register().map(|mut register| register.remove(SKEW_LOG_NAME)));
+        drop(worker.log_register().map(|mut register| register.remove(LOG_NAME)));
         let mut received = received.lock().unwrap();
         for (total, count) in received.iter_mut().zip(sent.borrow().iter()) {
             *total += count;

@@ -39,7 +39,7 @@ use clap::Parser;
 use differential_dataflow::input::{Input, InputSession};
 use equipoise::doctor::SampleCollectionKeys;
 use equipoise::pkg::{key_hash, PkgCountCollection, PkgEvent, Scheme, LOG_NAME};
-use equipoise::skew::{SkewAssociative, SkewEvent, SkewJoin, SkewMinMax, SkewReduce, SKEW_LOG_NAME};
+use equipoise::skew::{self, SkewAssociative, SkewEvent, SkewJoin, SkewMinMax, SkewReduce};
 use equipoise_lab::common::cluster::ClusterArgs;
 use equipoise_lab::common::digest::watch;
 use equipoise_lab::common::doctor_args::DoctorArgs;
@@ -297,7 +297,7 @@ fn run(args: Args) -> Result<(), Error> {
         if let Some(log) = &log {
             match joiner {
                 None if !skew => log.register::<PkgEvent>(worker, LOG_NAME),
-                _ => log.register::<SkewEvent>(worker, SKEW_LOG_NAME),
+                _ => log.register::<SkewEvent>(worker, skew::LOG_NAME),
             }
         }
         let digest = Rc::new(Cell::new(0u64));

@@ -38,7 +38,7 @@ use differential_dataflow::operators::iterate::Variable;
 use differential_dataflow::operators::Iterate;
 use differential_dataflow::{AsCollection, Hashable, VecCollection};
 use equipoise::doctor::Spread;
-use equipoise::skew::{Skew, SkewArrange, SkewArrangedByKey, SkewEvent, SkewReduce, SKEW_LOG_NAME};
+use equipoise::skew::{Skew, SkewArrange, SkewArrangedByKey, SkewEvent, SkewReduce, LOG_NAME};
 use equipoise_lab::common::cluster::ClusterArgs;
 use equipoise_lab::common::digest::watch;
 use equipoise_lab::common::doctor_args::DoctorArgs;
@@ -425,7 +425,7 @@ fn run(args: Args) -> Result<(), Error> {
         let (index, peers) = (worker.index() as u64, worker.peers() as u64);
         // Before the dataflow is built: the operators look their logger up then.
         if let Some(log) = &log {
-            log.register::<SkewEvent>(worker, SKEW_LOG_NAME);
+            log.register::<SkewEvent>(worker, LOG_NAME);
         }
         let counts = Counts {
             joined: Rc::new(Cell::new(0)),

@@ -23,10 +23,13 @@
 //!   and continuous queries to spatial partitions owned by workers, runs the
 //!   application per partition and returns its results as a stream; a
 //!   coordinator moves, splits and merges partitions as the load moves, and
-//!   migrations lose and duplicate nothing.
+//!   migrations lose and duplicate nothing. `swarm_controlled` runs the
+//!   same on a plan the program orders on a control stream.
 //! - [`shed`]: load shedding held at a delay target by a PI controller on the
-//!   frontier-measured delay, with identification and pole-placement design,
-//!   against the coarse algorithm.
+//!   frontier-measured delay (`shed_loop`), with identification and
+//!   pole-placement design (`Auto`, the default, designs its own), against
+//!   the coarse algorithm; the same loop throttles a source that can wait
+//!   (`Throttle`, `throttle_loop`).
 //! - [`common`]: deterministic hashing, the library's error, busy work.
 //!
 //! Each capability's root holds what a program names: its operators, their

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use differential_dataflow::input::InputSession;
 use differential_dataflow::{Hashable, VecCollection};
-use equipoise::skew::{Skew, SkewEvent, SkewEventBuilder, SkewJoin, SKEW_LOG_NAME};
+use equipoise::skew::{Skew, SkewEvent, SkewEventBuilder, SkewJoin, LOG_NAME};
 use proptest::prelude::*;
 
 mod support;
@@ -56,7 +56,7 @@ fn log_deals(worker: &mut timely::worker::Worker, deals: Arc<Mutex<Vec<Dealt>>>)
     worker
         .log_register()
         .expect("a registry")
-        .insert::<SkewEventBuilder, _>(SKEW_LOG_NAME, move |_, events| {
+        .insert::<SkewEventBuilder, _>(LOG_NAME, move |_, events| {
             for (_, event) in events.iter().flat_map(|events| events.iter()) {
                 if let SkewEvent::Hot {
                     key,

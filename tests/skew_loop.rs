@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use differential_dataflow::input::InputSession;
 use differential_dataflow::operators::Iterate;
 use differential_dataflow::VecCollection;
-use equipoise::skew::{Skew, SkewArrange, SkewEvent, SkewEventBuilder, SkewReduce, SKEW_LOG_NAME};
+use equipoise::skew::{Skew, SkewArrange, SkewEvent, SkewEventBuilder, SkewReduce, LOG_NAME};
 use proptest::prelude::*;
 
 mod support;
@@ -74,7 +74,7 @@ fn run(workers: usize, edges: Edges, skew: Skew) -> Found {
         worker
             .log_register()
             .expect("a registry")
-            .insert::<SkewEventBuilder, _>(SKEW_LOG_NAME, move |_, events| {
+            .insert::<SkewEventBuilder, _>(LOG_NAME, move |_, events| {
                 for (_, event) in events.iter().flatten() {
                     if let SkewEvent::Hot { workers, .. } = event {
                         let mut found = deals.lock().unwrap();

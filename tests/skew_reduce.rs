@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use differential_dataflow::input::InputSession;
 use differential_dataflow::{Hashable, VecCollection};
-use equipoise::skew::{Skew, SkewAssociative, SkewEvent, SkewEventBuilder, SkewMinMax, SkewReduce, SKEW_LOG_NAME};
+use equipoise::skew::{Skew, SkewAssociative, SkewEvent, SkewEventBuilder, SkewMinMax, SkewReduce, LOG_NAME};
 use proptest::prelude::*;
 
 mod support;
@@ -56,7 +56,7 @@ where
         worker
             .log_register()
             .expect("a registry")
-            .insert::<SkewEventBuilder, _>(SKEW_LOG_NAME, move |_, events| {
+            .insert::<SkewEventBuilder, _>(LOG_NAME, move |_, events| {
                 for (_, event) in events.iter().flat_map(|events| events.iter()) {
                     match event {
                         SkewEvent::Combined { keys, .. } => hot.lock().unwrap().extend(keys.iter().copied()),

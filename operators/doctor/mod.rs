@@ -44,7 +44,7 @@
 //!
 //! Registering makes timely log every message and schedule, and listens
 //! to differential's arrangements, the skew-proof operators' log
-//! ([`SKEW_LOG_NAME`](crate::skew::SKEW_LOG_NAME)) for their hot keys,
+//! ([`skew::LOG_NAME`](crate::skew::LOG_NAME)) for their hot keys,
 //! PKG's pacts' ([`pkg::LOG_NAME`](crate::pkg::LOG_NAME)) for their heads
 //! and the key samplers' ([`LOG_NAME`]). A logger the program registered
 //! under one of those names before keeps receiving its events, passed on
@@ -234,7 +234,7 @@ fn listen_to_differential(
     figures: Option<&Rc<RefCell<Figures>>>,
     hot_keys: &Rc<RefCell<HotKeys>>,
 ) {
-    use crate::skew::{SkewEvent, SKEW_LOG_NAME};
+    use crate::skew::{self, SkewEvent};
     use differential_dataflow::logging::DifferentialEvent;
     if let Some(arranged) = figures.map(Rc::clone) {
         chain::<DifferentialEvent>(register, "differential/arrange", move |events| {
@@ -256,7 +256,7 @@ fn listen_to_differential(
         });
     }
     let hot = Rc::clone(hot_keys);
-    chain::<SkewEvent>(register, SKEW_LOG_NAME, move |events| {
+    chain::<SkewEvent>(register, skew::LOG_NAME, move |events| {
         let mut hot = hot.borrow_mut();
         for (_, event) in events {
             let found: Vec<(u64, usize, Option<&String>)> = match event {

@@ -16,7 +16,7 @@ use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;
 use timely::progress::Timestamp;
 
-use super::events::{log_sent, Sent, SkewEvent, SkewEventBuilder, SKEW_LOG_NAME};
+use super::events::{log_sent, Sent, SkewEvent, SkewEventBuilder, LOG_NAME};
 use super::key_index::{ByHash, KeyIndex};
 use super::route::key_route;
 use super::sample::{KeyCounts, Strides, SAMPLE};
@@ -144,7 +144,7 @@ where
 {
     let scope = collection.inner.scope();
     let (me, peers) = (scope.index(), scope.peers() as u64);
-    let logger = scope.worker().logger_for::<SkewEventBuilder>(SKEW_LOG_NAME);
+    let logger = scope.worker().logger_for::<SkewEventBuilder>(LOG_NAME);
     collection
         .inner
         .unary(Pipeline, "SkewCombine", move |_, _| {

@@ -1,5 +1,5 @@
 //! What the skew-proof differential operators decide, as timely log
-//! events: a program registers a logger under [`SKEW_LOG_NAME`] with
+//! events: a program registers a logger under [`LOG_NAME`] with
 //! `worker.log_register()` before building its dataflow. The deciding
 //! worker logs each key it finds hot ([`SkewEvent::Hot`]); every worker
 //! logs, as the hot keys move on from time to time (and once at the end),
@@ -14,7 +14,7 @@ use timely::container::CapacityContainerBuilder;
 use timely::logging_core::Logger;
 
 /// The name the skew-proof operators log under.
-pub const SKEW_LOG_NAME: &str = "equipoise/skew";
+pub const LOG_NAME: &str = "equipoise/skew";
 
 /// The container builder of the skew-proof operators' log: `(time since
 /// the worker's logging began, event)` pairs, as timely's own loggers have.

@@ -21,7 +21,7 @@ use timely::Container;
 use crate::common::stash::TimeStash;
 
 use super::decision::SideHotKeys;
-use super::events::{log_sent, SkewEvent, SkewEventBuilder, SKEW_LOG_NAME};
+use super::events::{log_sent, SkewEvent, SkewEventBuilder, LOG_NAME};
 use super::route::{key_route, HotKey, SharedRoutes};
 use super::settings::Skew;
 
@@ -121,7 +121,7 @@ where
     K: ExchangeData + Hashable + std::hash::Hash + std::fmt::Debug,
 {
     let peers = counts.scope().peers();
-    let logger = counts.scope().worker().logger_for::<SkewEventBuilder>(SKEW_LOG_NAME);
+    let logger = counts.scope().worker().logger_for::<SkewEventBuilder>(LOG_NAME);
     counts.unary_frontier::<CapacityContainerBuilder<Vec<SideHotKey<K>>>, _, _, _>(
         Exchange::new(|_: &Count<K>| 0),
         "SkewDecide",
@@ -177,7 +177,7 @@ where
     K: ExchangeData + Hashable,
 {
     let (me, peers) = (hot.scope().index(), hot.scope().peers());
-    let logger = hot.scope().worker().logger_for::<SkewEventBuilder>(SKEW_LOG_NAME);
+    let logger = hot.scope().worker().logger_for::<SkewEventBuilder>(LOG_NAME);
     let sides = sides.to_vec();
     hot.sink(Pipeline, "SkewLearn", move |(input, frontier)| {
         input.for_each_stamp(|cap, batches| {

@@ -18,7 +18,7 @@
 //!
 //! [`Skew`] sets when a key is hot and how far a worker may be over the
 //! mean; what the operators decide is logged as [`SkewEvent`]s under
-//! [`SKEW_LOG_NAME`].
+//! [`LOG_NAME`].
 //!
 //! # Glossary
 //!
@@ -70,7 +70,7 @@ mod split;
 mod two_level;
 
 pub use associative::SkewAssociative;
-pub use events::{SkewEvent, SkewEventBuilder, SKEW_LOG_NAME};
+pub use events::{SkewEvent, SkewEventBuilder, LOG_NAME};
 pub use extremes::SkewMinMax;
 pub use join::{Joined, SkewJoin};
 pub use reduce::SkewReduce;

@@ -19,7 +19,7 @@ use timely::progress::{Antichain, Timestamp};
 use timely::scheduling::Activator;
 
 use super::decision::Shares;
-use super::events::{Sent, SkewEventBuilder, SKEW_LOG_NAME};
+use super::events::{Sent, SkewEventBuilder, LOG_NAME};
 use super::key_index::KeyIndex;
 use super::picker::Picker;
 use super::sample::{KeyCounts, Strides, SAMPLE};
@@ -84,7 +84,7 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
     /// sends where if anyone listens to the log).
     pub(crate) fn shared<'scope>(scope: &Scope<'scope, T>) -> SharedRoutes<K, T> {
         let peers = scope.peers();
-        let logging = scope.worker().logger_for::<SkewEventBuilder>(SKEW_LOG_NAME).is_some();
+        let logging = scope.worker().logger_for::<SkewEventBuilder>(LOG_NAME).is_some();
         Rc::new(RefCell::new(Routes {
             hot: KeyIndex::default(),
             peers: peers as u64,
