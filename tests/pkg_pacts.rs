@@ -148,14 +148,29 @@ fn send_counts_match_arrivals_and_key_spread_matches_the_scheme() {
 
 #[test]
 fn pkg_pact_is_usable_as_a_plain_timely_pact() {
-    // The pact in a sink, with a cost function: only its type is under test.
-    timely::example(|scope| {
-        let pact = PartialKeyGrouping::new(|x: &u64| key_hash(x)).with_cost(|x: &u64| x % 3 + 1);
-        use timely::dataflow::operators::ToStream;
-        (0..100u64).to_stream(scope).sink(pact, "Sink", |(input, _frontier)| {
-            input.for_each(|_, data| data.clear());
+    // The pact, with a cost function, in timely's own `sink` at 2 workers:
+    // every record arrives once, and both workers receive some.
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&received);
+    timely::execute(timely::Config::process(2), move |worker| {
+        let seen = Arc::clone(&seen);
+        let me = worker.index();
+        worker.dataflow::<u64, _, _>(|scope| {
+            use timely::dataflow::operators::ToStream;
+            let pact = PartialKeyGrouping::new(|x: &u64| key_hash(x)).with_cost(|x: &u64| x % 3 + 1);
+            let records = if me == 0 { 0..1000u64 } else { 0..0 };
+            records.to_stream(scope).sink(pact, "Sink", move |(input, _frontier)| {
+                input.for_each(|_, data| seen.lock().unwrap().extend(data.drain(..).map(|x| (me, x))));
+            });
         });
-    });
+    })
+    .unwrap();
+    let mut received = received.lock().unwrap().clone();
+    let workers: BTreeSet<usize> = received.iter().map(|&(worker, _)| worker).collect();
+    assert_eq!(workers.len(), 2, "both workers receive records");
+    received.sort_by_key(|&(_, x)| x);
+    let values: Vec<u64> = received.into_iter().map(|(_, x)| x).collect();
+    assert_eq!(values, (0..1000).collect::<Vec<_>>());
 }
 
 /// Every record's destination in a running dataflow equals what the
