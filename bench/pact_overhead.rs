@@ -27,7 +27,8 @@ use std::time::Instant;
 
 use clap::Parser;
 use equipoise::common::hash::{key_hash, splitmix64};
-use equipoise::pkg::{Grouped, KeyGrouping, PartialKeyGrouping, Pkg, PkgEventBuilder, LOG_NAME};
+use equipoise::pkg::events::PkgEventBuilder;
+use equipoise::pkg::{Grouped, KeyGrouping, PartialKeyGrouping, Pkg, LOG_NAME};
 use equipoise_lab::common::median::spread;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, ParallelizationContract};

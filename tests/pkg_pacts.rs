@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use equipoise::common::hash::{key_hash, splitmix64};
 use equipoise::pkg::sim::two_choices;
-use equipoise::pkg::{Grouped, Grouping, PartialKeyGrouping, Router, Scheme};
+use equipoise::pkg::sim::{Grouping, Router};
+use equipoise::pkg::{Grouped, PartialKeyGrouping, Scheme};
 use timely::dataflow::channels::pact::ParallelizationContract;
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::Input;
@@ -263,7 +264,8 @@ fn pacts_route_each_record_as_the_router_routes_it_alone() {
 /// the logged head with every worker; at 2 workers or one there is no head.
 #[test]
 fn logged_periods_add_up_to_the_arrivals_and_the_head_names_the_hot_key() {
-    use equipoise::pkg::{PkgEvent, PkgEventBuilder, LOG_NAME};
+    use equipoise::pkg::events::{PkgEvent, PkgEventBuilder};
+    use equipoise::pkg::LOG_NAME;
     use std::time::Duration;
 
     const HOT: u64 = 7;

@@ -8,10 +8,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use equipoise::shed::design::{default_poles, design, fit_periods, nominal_pi, NOMINAL_POLES};
-use equipoise::shed::{
-    Auto, Controller, Excited, LoopEvent, LoopEventBuilder, LoopPeriod, LoopSettings, NoShedding, Pi, Prediction,
-    ShedLoop, TimeSliced, LOG_NAME,
-};
+use equipoise::shed::events::{LoopEvent, LoopEventBuilder};
+use equipoise::shed::figures::LoopPeriod;
+use equipoise::shed::Excited;
+use equipoise::shed::{Auto, Controller, LoopSettings, NoShedding, Pi, Prediction, ShedLoop, TimeSliced, LOG_NAME};
 use timely::dataflow::operators::{Exchange, Input, Inspect, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 

@@ -12,7 +12,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use equipoise::common::hash::splitmix64;
-use equipoise::pkg::{key_hash, Aggregate, Grouped, PartialKeyGrouping, PkgCount, PkgEvent, TopK, LOG_NAME};
+use equipoise::pkg::events::PkgEvent;
+use equipoise::pkg::{key_hash, Aggregate, Grouped, PartialKeyGrouping, PkgCount, TopK, LOG_NAME};
 use support::soak::Soak;
 use timely::dataflow::operators::vec::{Input, Map};
 use timely::dataflow::operators::Probe;

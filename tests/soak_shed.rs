@@ -16,7 +16,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use equipoise::shed::{Auto, LoopEvent, LoopSettings, ShedLoop, ThrottleLoop, TimeSliced, LOG_NAME};
+use equipoise::shed::events::LoopEvent;
+use equipoise::shed::{Auto, LoopSettings, ShedLoop, ThrottleLoop, TimeSliced, LOG_NAME};
 use support::soak::Soak;
 use timely::dataflow::operators::vec::Input;
 use timely::dataflow::operators::Probe;

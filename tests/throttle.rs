@@ -10,9 +10,8 @@ use std::rc::Rc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use equipoise::shed::{
-    Auto, LoopEvent, LoopEventBuilder, LoopKind, LoopSettings, ShedLoop, ThrottleLoop, TimeSliced, LOG_NAME,
-};
+use equipoise::shed::events::{LoopEvent, LoopEventBuilder, LoopKind};
+use equipoise::shed::{Auto, LoopSettings, ShedLoop, ThrottleLoop, TimeSliced, LOG_NAME};
 use support::{report, run_example, run_two_processes, scratch};
 use timely::dataflow::operators::{Concat, Exchange, Input, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};

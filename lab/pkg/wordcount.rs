@@ -30,11 +30,12 @@ use crate::common::Error;
 use equipoise::common::busy_work::BusyWork;
 use equipoise::common::hash::{fnv1a64, key_hash, splitmix64};
 
+use equipoise::pkg::events::PkgEvent;
 use equipoise::pkg::Grouped;
 use equipoise::pkg::Scheme;
 use equipoise::pkg::TopK;
+use equipoise::pkg::LOG_NAME;
 use equipoise::pkg::{Aggregate, MergePartials};
-use equipoise::pkg::{PkgEvent, LOG_NAME};
 
 /// Where the keys come from. Record `i` is the same whatever the number of
 /// workers; worker `w` of `W` feeds the records with `i % W == w`.

@@ -25,13 +25,14 @@ use equipoise::doctor;
 use super::profile::Profile;
 use super::readers::Readers;
 use crate::common::log_file::LogFile;
+use equipoise::shed::events::LoopEvent;
 use equipoise::shed::Auto;
 use equipoise::shed::Prediction;
 use equipoise::shed::TimeSliced;
+use equipoise::shed::LOG_NAME;
 use equipoise::shed::{Acting, Actuation, Drops};
 use equipoise::shed::{Bounded, Coarse, Controller, NoShedding, Pi, PiParams};
 use equipoise::shed::{ExcitationSpec, Excited};
-use equipoise::shed::{LoopEvent, LOG_NAME};
 use equipoise::shed::{LoopHandle, LoopSettings, ShedLoop};
 
 /// Which controller runs.

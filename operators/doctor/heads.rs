@@ -1,6 +1,6 @@
 //! The heads PKG's D-Choices and W-Choices pacts spread wider than two
 //! workers, as their senders last logged them
-//! ([`PkgEvent::Head`](crate::pkg::PkgEvent::Head)), with the keys' names
+//! ([`PkgEvent::Head`](crate::pkg::events::PkgEvent::Head)), with the keys' names
 //! where the pact has a name function
 //! ([`Grouped::with_key_names`](crate::pkg::Grouped::with_key_names)).
 
@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::figures::Figures;
-use crate::pkg::{HeadKey, PkgEvent};
+use crate::pkg::events::PkgEvent;
+use crate::pkg::sim::HeadKey;
 
 /// One pact's head over all its senders.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -189,7 +189,7 @@ pub fn register_with(worker: &mut Worker, settings: Settings) -> Doctor {
             }
         });
         let heads = Rc::clone(&doctor.heads);
-        chain::<crate::pkg::PkgEvent>(&mut register, crate::pkg::LOG_NAME, move |events| {
+        chain::<crate::pkg::events::PkgEvent>(&mut register, crate::pkg::LOG_NAME, move |events| {
             let mut heads = heads.borrow_mut();
             for (_, event) in events {
                 heads.event(event);

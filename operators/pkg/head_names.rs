@@ -71,7 +71,8 @@ impl<D> HeadNames<D> {
 mod tests {
     use super::*;
     use crate::common::hash::key_hash;
-    use crate::pkg::{Grouping, HeadAware, HeadKey};
+    use crate::pkg::sim::{Grouping, HeadKey};
+    use crate::pkg::HeadAware;
 
     #[test]
     fn every_head_key_is_named_from_its_records_and_no_other() {

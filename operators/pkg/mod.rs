@@ -10,7 +10,7 @@ mod aggregate;
 mod candidates;
 #[cfg(feature = "differential")]
 mod differential;
-mod events;
+pub mod events;
 mod grouping;
 mod head_aware;
 mod head_index;
@@ -30,8 +30,7 @@ mod top_k;
 pub use aggregate::{Aggregate, AggregationKey, MergePartials, PkgCount};
 #[cfg(feature = "differential")]
 pub use differential::PkgCountCollection;
-pub use events::{PkgEvent, PkgEventBuilder, DEFAULT_LOG_PERIOD, LOG_NAME};
-pub use grouping::{Grouping, HeadKey, Router, SendCounts};
+pub use events::LOG_NAME;
 pub use head_aware::{HeadAware, HeadSpread};
 pub use key::Key;
 pub use pact::{

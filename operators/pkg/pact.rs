@@ -153,7 +153,7 @@ impl<G: Grouping, D, F: FnMut(&D) -> u64> Grouped<G, D, F> {
     }
 
     /// Names the head keys D-Choices and W-Choices spread wider, in the
-    /// pact's log ([`PkgEvent::Head`](super::PkgEvent::Head)) and so in the
+    /// pact's log ([`PkgEvent::Head`](super::events::PkgEvent::Head)) and so in the
     /// skew report ([`doctor`](crate::doctor)), by the `Debug` form of
     /// `name` of one of their records (the key the fingerprint is of).
     /// Costs nothing while nobody listens, and a look-up per record only
@@ -183,7 +183,7 @@ impl<G: Grouping, D, F: FnMut(&D) -> u64> Grouped<G, D, F> {
     }
 
     /// How often the pact logs what it sent (a
-    /// [`PkgEvent::Period`](super::PkgEvent::Period)), when a logger is
+    /// [`PkgEvent::Period`](super::events::PkgEvent::Period)), when a logger is
     /// registered under [`LOG_NAME`](super::LOG_NAME); default 1 s.
     pub fn with_log_period(mut self, period: Duration) -> Self {
         self.log_period = period;

@@ -19,7 +19,8 @@ use super::grouping::{Grouping, Router};
 /// between a key's two workers.
 ///
 /// ```
-/// use equipoise::pkg::{Grouping, Pkg, Router};
+/// use equipoise::pkg::Pkg;
+/// use equipoise::pkg::sim::{Grouping, Router};
 ///
 /// let mut sticky = Pkg::with_slack(4).router(2, 0);
 /// // A lone key stays on its first worker until that one is more than 4

@@ -4,6 +4,7 @@
 //! d, the SpaceSaving sketch that finds a sender's head, and top-k ranking.
 
 pub use super::candidates::{least_loaded, two_choices};
+pub use super::grouping::{Grouping, HeadKey, Router, SendCounts};
 pub use super::head_aware::{HeadAwareRouter, DEFAULT_SAMPLING, DEFAULT_SKETCH};
 pub use super::head_shape::{head_choices, HeadShape};
 pub use super::key::KeyRouter;

@@ -32,8 +32,8 @@ use super::controller::Controller;
 use super::deadline::Deadline;
 use super::drops::{Chooser, Drops};
 use super::events::LoopKind;
-use super::figures::{LoopFigures, LoopPeriod};
 use super::loop_core::{completion, loop_operator, Act, Decision, Ledger, LoopCore, Passed};
+use super::loop_figures::{LoopFigures, LoopPeriod};
 use super::settings::{Clock, LoopSettings};
 use super::sharing::{own_part, Combined};
 

@@ -15,7 +15,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use super::figures::LoopFigures;
+use super::loop_figures::LoopFigures;
 use super::settings::Clock;
 
 /// The loop's target, applied by a work stage (see the module docs); from

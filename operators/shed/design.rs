@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::Error;
 
 use super::controller::PiParams;
-use super::figures::LoopPeriod;
+use super::loop_figures::LoopPeriod;
 use super::predictor::Prediction;
 
 /// AD(k) = a1·AD(k−1) + a2·AD(k−2) + b1·I(k−1) + b2·I(k−2).
@@ -83,7 +83,7 @@ pub(crate) fn fit_arx(input: &[f64], delay: &[f64]) -> Result<ArxModel, Error> {
 
 /// Fits the ARX model to the periods of an identification run on one
 /// worker (a [`ShedLoop`](super::ShedLoop) under an
-/// [`Excited`](super::excitation::Excited) controller, its dataflow
+/// [`Excited`](super::Excited) controller, its dataflow
 /// overloaded): input the rate the worker admitted, output the delay the
 /// controller saw. See [`fit_identification`].
 pub fn fit_periods(periods: &[LoopPeriod], target_ms: f64) -> Result<ArxModel, Error> {

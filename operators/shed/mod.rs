@@ -10,13 +10,23 @@ mod closed_loop;
 mod controller;
 mod deadline;
 pub mod design;
+
+/// What a shedding loop and a throttle did: their counts and recent
+/// periods ([`LoopHandle::figures`], [`Throttle::figures`]), and the
+/// measurements of a period that a [`Controller`] is given.
+pub mod figures {
+    pub use super::loop_figures::{LoopFigures, LoopPeriod};
+    pub use super::sample::PeriodSample;
+    pub use super::settings::DEFAULT_HISTORY;
+    pub use super::throttle::{ThrottleFigures, ThrottlePeriod};
+}
 mod drops;
-mod events;
+pub mod events;
 mod excitation;
-mod figures;
 #[cfg(test)]
 mod fluid_queue;
 mod loop_core;
+mod loop_figures;
 mod predictor;
 mod sample;
 mod settings;
@@ -32,12 +42,10 @@ pub use closed_loop::{LoopHandle, ShedLoop};
 pub use controller::{Bounded, Coarse, Controller, NoShedding, Pi, PiParams};
 pub use deadline::Deadline;
 pub use drops::Drops;
-pub use events::{LoopEvent, LoopEventBuilder, LoopKind, LOG_NAME};
+pub use events::LOG_NAME;
 pub use excitation::{ExcitationSpec, Excited};
-pub use figures::{LoopFigures, LoopPeriod};
 pub use predictor::Prediction;
-pub use sample::PeriodSample;
-pub use settings::{Clock, LoopSettings, DEFAULT_HISTORY};
+pub use settings::{Clock, LoopSettings};
 pub use shedder::{Shed, Shedder};
 pub use sliced::TimeSliced;
-pub use throttle::{Throttle, ThrottleFigures, ThrottleLoop, ThrottlePeriod};
+pub use throttle::{Throttle, ThrottleLoop};

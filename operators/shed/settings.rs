@@ -54,10 +54,10 @@ pub struct LoopSettings<T> {
     /// told.
     pub global: bool,
     /// How many recent periods the loop's figures keep
-    /// ([`LoopFigures::periods`](super::LoopFigures::periods), a throttle's `ThrottleFigures::periods`):
+    /// ([`LoopFigures::periods`](super::figures::LoopFigures::periods), a throttle's `ThrottleFigures::periods`):
     /// at least this many, at most twice as many, so that a loop on a
     /// stream that never ends keeps a bounded history (a row is about
-    /// 100 bytes). Every period decided is also a [`LoopEvent`](super::LoopEvent)
+    /// 100 bytes). Every period decided is also a [`LoopEvent`](super::events::LoopEvent)
     /// in timely's logging, for a program that keeps them all.
     pub history: usize,
 }

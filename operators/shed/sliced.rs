@@ -86,7 +86,7 @@ pub trait TimeSliced<'scope, T: Timestamp + TotalOrder, D> {
     /// .unwrap();
     /// ```
     ///
-    /// [`LoopFigures::late`]: super::LoopFigures::late
+    /// [`LoopFigures::late`]: super::figures::LoopFigures::late
     fn time_sliced_within<R, I, L>(
         self,
         name: &str,
@@ -345,7 +345,7 @@ mod tests {
             .into_iter()
             .map(|figures| figures.unwrap())
             .collect::<Vec<_>>();
-            let sum = |f: fn(&crate::shed::LoopFigures) -> u64| figures.iter().map(f).sum::<u64>();
+            let sum = |f: fn(&crate::shed::figures::LoopFigures) -> u64| figures.iter().map(f).sum::<u64>();
             let arrived = 1000 * workers as u64;
             assert_eq!(sum(|f| f.arrived), arrived);
             assert_eq!(sum(|f| f.dropped), 0);

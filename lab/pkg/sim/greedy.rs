@@ -9,7 +9,7 @@ use std::hash::BuildHasherDefault;
 use equipoise::common::hash::StableHasher;
 
 use equipoise::pkg::sim::least_loaded;
-use equipoise::pkg::{Grouping, Router};
+use equipoise::pkg::sim::{Grouping, Router};
 
 type Table = HashMap<u64, usize, BuildHasherDefault<StableHasher>>;
 

@@ -9,7 +9,8 @@ use equipoise::common::hash::splitmix64;
 
 use super::greedy::{offline_greedy, OnlineGreedy};
 use equipoise::pkg::sim::{less_loaded, two_choices, SchemeRouter};
-use equipoise::pkg::{Grouping, Router, Scheme};
+use equipoise::pkg::sim::{Grouping, Router};
+use equipoise::pkg::Scheme;
 
 use super::stream::Dataset;
 

@@ -1,10 +1,10 @@
 //! What a shedding loop did: its counts and its recent periods.
 
+use super::sample::PeriodSample;
+
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-
-use super::sample::PeriodSample;
 
 /// One period as the loop saw it: the sample its controller got (under
 /// [`LoopSettings::global`](super::LoopSettings::global), the workers' mean rates).
