@@ -20,6 +20,7 @@ use super::events::{log_sent, Sent, SkewEvent, SkewEventBuilder, LOG_NAME};
 use super::key_index::{ByHash, KeyIndex};
 use super::route::key_route;
 use super::sample::{KeyCounts, Strides, SAMPLE};
+use super::settings::Skew;
 
 /// Samples per decision: a worker decides anew which keys it combines
 /// after about this many × [`SAMPLE`] updates. The first windows are
@@ -29,22 +30,19 @@ const WINDOW: u64 = 4096;
 
 const FIRST_WINDOW: u64 = 64;
 
-/// A key is combined from the next window on once it had at least 2 samples
-/// and 1/this of them in one (about 1/2048 of the worker's updates: it then
-/// recurs often within each delivery of a time, and the keys above it
-/// carry most of a skewed stream).
-const MIN_SHARE: u64 = 2048;
-
 /// The (record, time) pairs of one key searched for an equal one before
 /// another is added.
 const SCAN: usize = 8;
 
-/// The keys one worker combines, and the samples it decides the next ones
-/// from.
+/// The keys one worker combines (those it sees often: not the joins' hot
+/// keys, which are split), and the samples it decides the next ones from.
 #[derive(Debug)]
-pub(crate) struct HotSet<D> {
+pub(crate) struct Frequent<D> {
     /// The keys combined now.
     keys: KeyIndex<D, ()>,
+    /// The share of the samples that makes a key combined
+    /// ([`Skew::with_combine_share`]).
+    share: f64,
     strides: Strides,
     /// Samples of the current window, per key.
     counts: KeyCounts<D>,
@@ -57,10 +55,11 @@ pub(crate) struct HotSet<D> {
     first: bool,
 }
 
-impl<D: Eq + Clone> HotSet<D> {
-    pub(crate) fn new(seed: u64) -> Self {
-        HotSet {
+impl<D: Eq + Clone> Frequent<D> {
+    pub(crate) fn new(seed: u64, share: f64) -> Self {
+        Frequent {
             keys: KeyIndex::default(),
+            share,
             strides: Strides::new(seed),
             counts: KeyCounts::default(),
             samples: 0,
@@ -85,10 +84,10 @@ impl<D: Eq + Clone> HotSet<D> {
         (self.first || self.keys.get(key, route).is_some(), changed)
     }
 
-    /// Ends a window: the keys with at least 2 samples and 1/[`MIN_SHARE`]
-    /// of them are combined from now on. Whether the keys changed.
+    /// Ends a window: the keys with at least 2 samples and the combine
+    /// share of them are combined from now on. Whether the keys changed.
     fn decide(&mut self) -> bool {
-        let least = (self.window / MIN_SHARE).max(2) * SAMPLE;
+        let least = ((self.window as f64 * self.share) as u64).max(2) * SAMPLE;
         let keys: Vec<(u64, D, ())> = self
             .counts
             .drain()
@@ -136,7 +135,10 @@ where
 /// `collection` with each worker's updates of the keys it sees often
 /// summed per record and time within each delivery (the updates of one
 /// stamp the operator holds at once), the others passed on as they came.
-pub(crate) fn combine_hot<'scope, T, D, R>(collection: VecCollection<'scope, T, D, R>) -> VecCollection<'scope, T, D, R>
+pub(crate) fn combine_frequent<'scope, T, D, R>(
+    collection: VecCollection<'scope, T, D, R>,
+    skew: &Skew,
+) -> VecCollection<'scope, T, D, R>
 where
     T: Timestamp,
     D: ExchangeData + Hashable,
@@ -145,10 +147,11 @@ where
     let scope = collection.inner.scope();
     let (me, peers) = (scope.index(), scope.peers() as u64);
     let logger = scope.worker().logger_for::<SkewEventBuilder>(LOG_NAME);
+    let share = skew.combine_share;
     collection
         .inner
         .unary(Pipeline, "SkewCombine", move |_, _| {
-            let mut hot = HotSet::new(me as u64);
+            let mut frequent = Frequent::new(me as u64, share);
             // One delivery's combined updates, by route hash.
             let mut combined: ByHash<Vec<(D, T, R)>> = ByHash::default();
             let mut sent = Sent::new(peers as usize, logger.is_some());
@@ -157,11 +160,11 @@ where
                     let mut session = output.session(&cap);
                     for (data, time, diff) in batches.flat_map(|batch| batch.drain(..)) {
                         let route = key_route(&data);
-                        let (combine, changed) = hot.observe(route, &data);
+                        let (combine, changed) = frequent.observe(route, &data);
                         if changed && let Some(logger) = &logger {
                             logger.log(SkewEvent::Combined {
                                 worker: me,
-                                keys: hot.routes(),
+                                keys: frequent.routes(),
                             });
                         }
                         if combine {
@@ -204,7 +207,7 @@ mod tests {
 
     #[test]
     fn the_keys_that_recur_are_combined_and_the_rest_are_not() {
-        let mut hot = HotSet::new(1);
+        let mut hot = Frequent::new(1, Skew::default().combine_share);
         // Key 0 takes a tenth of the updates, key 1 a hundredth, the rest
         // are distinct.
         let key = |i: u64| match i % 100 {
@@ -230,7 +233,7 @@ mod tests {
 
     #[test]
     fn every_key_is_combined_until_the_first_window_ends() {
-        let mut hot = HotSet::new(3);
+        let mut hot = Frequent::new(3, Skew::default().combine_share);
         let mut i = 0;
         loop {
             let key = 1_000 + i;
@@ -251,7 +254,7 @@ mod tests {
 
     #[test]
     fn a_key_that_cools_is_no_longer_combined() {
-        let mut hot = HotSet::new(2);
+        let mut hot = Frequent::new(2, Skew::default().combine_share);
         let rounds = WINDOW * SAMPLE;
         for i in 0..2 * rounds {
             hot.observe(splitmix64(i % 10), &(i % 10));

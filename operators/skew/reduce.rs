@@ -5,7 +5,8 @@ use differential_dataflow::lattice::Lattice;
 use differential_dataflow::{ExchangeData, Hashable, VecCollection};
 use timely::progress::Timestamp;
 
-use super::combine::{combine_every, combine_hot};
+use super::combine::{combine_every, combine_frequent};
+use super::settings::Skew;
 
 /// Reducing collections whose keys are skewed, with no key's work on one
 /// worker.
@@ -39,6 +40,27 @@ pub trait SkewReduce<'scope, T: Timestamp, K, R> {
     /// in [`skew_count`](Self::skew_count).
     fn skew_distinct(self) -> VecCollection<'scope, T, K, isize>;
 
+    /// [`skew_count`](Self::skew_count) with the share of a worker's
+    /// updates from which a key is summed before the exchange set by `skew`
+    /// ([`Skew::with_combine_share`]; its other settings are the splitting
+    /// operators').
+    ///
+    /// ```
+    /// use differential_dataflow::input::Input;
+    /// use equipoise::skew::{Skew, SkewReduce};
+    ///
+    /// timely::example(|scope| {
+    ///     let keys = scope.new_collection_from((0..10_000u64).map(|i| if i % 2 == 0 { 0 } else { i })).1;
+    ///     let skew = Skew::default().with_combine_share(0.01).unwrap();
+    ///     keys.clone().skew_count_with(skew).assert_eq(keys.clone().count());
+    ///     keys.clone().skew_distinct_with(skew).assert_eq(keys.distinct());
+    /// });
+    /// ```
+    fn skew_count_with(self, skew: Skew) -> VecCollection<'scope, T, (K, R), isize>;
+
+    /// [`skew_distinct`](Self::skew_distinct) with `skew`'s combine share.
+    fn skew_distinct_with(self, skew: Skew) -> VecCollection<'scope, T, K, isize>;
+
     /// The same collection, each worker's updates summed per record and
     /// time within each delivery before they go on: a combiner for use
     /// before differential's `reduce` (or any operator that exchanges by
@@ -50,7 +72,8 @@ pub trait SkewReduce<'scope, T: Timestamp, K, R> {
     /// partially ordered ones included (summing equal updates never
     /// changes a collection). Unlike [`skew_count`](Self::skew_count), it
     /// combines every record, as a loop's records recur within one
-    /// iteration and not across them.
+    /// iteration and not across them: it has no settings, so no `_with`
+    /// form.
     ///
     /// ```
     /// use differential_dataflow::input::Input;
@@ -71,11 +94,19 @@ where
     R: ExchangeData + Semigroup,
 {
     fn skew_count(self) -> VecCollection<'scope, T, (K, R), isize> {
-        combine_hot(self).count()
+        self.skew_count_with(Skew::default())
     }
 
     fn skew_distinct(self) -> VecCollection<'scope, T, K, isize> {
-        combine_hot(self).distinct()
+        self.skew_distinct_with(Skew::default())
+    }
+
+    fn skew_count_with(self, skew: Skew) -> VecCollection<'scope, T, (K, R), isize> {
+        combine_frequent(self, &skew).count()
+    }
+
+    fn skew_distinct_with(self, skew: Skew) -> VecCollection<'scope, T, K, isize> {
+        combine_frequent(self, &skew).distinct()
     }
 
     fn skew_combine(self) -> VecCollection<'scope, T, K, R> {

@@ -1,6 +1,7 @@
 //! The settings of the skew-proof operators: when a key is hot, how far a
-//! worker may be over the mean before a key of it is split, and how many
-//! keys may be hot.
+//! worker may be over the mean before a key of it is split, how many
+//! keys may be hot, and, for the counts that split nothing, when a key is
+//! frequent enough to be summed before the exchange.
 
 use crate::common::Error;
 
@@ -15,7 +16,10 @@ use crate::common::Error;
 /// a key may stay on one worker, the least loaded, where that is best). At
 /// most [`max_hot`](Skew::with_max_hot) keys are ever hot: each costs
 /// copies of the other side's updates for its key on its extra workers,
-/// and once the limit is reached no other key is split.
+/// and once the limit is reached no other key is split. `skew_count` and
+/// `skew_distinct` split no key: they sum a worker's frequent keys before
+/// the exchange, from [`combine_share`](Skew::with_combine_share) of its
+/// updates.
 ///
 /// ```
 /// use equipoise::skew::Skew;
@@ -24,6 +28,8 @@ use crate::common::Error;
 /// assert!(Skew::default().with_tolerance(-0.1).is_err());
 /// assert!(Skew::default().with_tolerance(f64::NAN).is_err());
 /// assert!(Skew::default().with_hot_share(0.0).is_err());
+/// assert!(Skew::default().with_combine_share(0.01).is_ok());
+/// assert!(Skew::default().with_combine_share(1.5).is_err());
 /// # let _ = skew;
 /// # Ok::<(), equipoise::common::Error>(())
 /// ```
@@ -33,6 +39,7 @@ pub struct Skew {
     pub(crate) tolerance: f64,
     pub(crate) min_updates: u64,
     pub(crate) max_hot: usize,
+    pub(crate) combine_share: f64,
 }
 
 impl Default for Skew {
@@ -42,6 +49,7 @@ impl Default for Skew {
             tolerance: 0.05,
             min_updates: 64,
             max_hot: 4096,
+            combine_share: 1.0 / 2048.0,
         }
     }
 }
@@ -93,6 +101,22 @@ impl Skew {
             return Err(Error::invalid("skew max hot keys", "0: must be at least 1"));
         }
         Ok(Skew { max_hot, ..self })
+    }
+
+    /// `skew_count` and `skew_distinct` only, which split no key: a worker
+    /// sums a key's updates per time before the exchange once the key
+    /// carries this share of its updates, in (0, 1] (default 1/2048: such a
+    /// key recurs within each delivery of a time, and the keys above it
+    /// carry most of a skewed stream; every key is summed until a first
+    /// sample of about a thousand updates is in).
+    pub fn with_combine_share(self, combine_share: f64) -> Result<Self, Error> {
+        if !(combine_share > 0.0 && combine_share <= 1.0) {
+            return Err(Error::invalid(
+                "skew combine share",
+                format!("{combine_share}: must be a share of a worker's updates in (0, 1]"),
+            ));
+        }
+        Ok(Skew { combine_share, ..self })
     }
 
     /// Whether a sender reports a key it counted `count` times out of
