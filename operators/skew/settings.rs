@@ -59,12 +59,7 @@ impl Skew {
     /// (0, 1] (default 0.1: a key with a tenth of a worker's work is
     /// dealt).
     pub fn with_hot_share(self, hot_share: f64) -> Result<Self, Error> {
-        if !(hot_share > 0.0 && hot_share <= 1.0) {
-            return Err(Error::invalid(
-                "skew hot share",
-                format!("{hot_share}: must be a share of a worker's load in (0, 1]"),
-            ));
-        }
+        let hot_share = share(hot_share, "skew hot share", "a worker's load")?;
         Ok(Skew { hot_share, ..self })
     }
 
@@ -110,12 +105,7 @@ impl Skew {
     /// carry most of a skewed stream; every key is summed until a first
     /// sample of about a thousand updates is in).
     pub fn with_combine_share(self, combine_share: f64) -> Result<Self, Error> {
-        if !(combine_share > 0.0 && combine_share <= 1.0) {
-            return Err(Error::invalid(
-                "skew combine share",
-                format!("{combine_share}: must be a share of a worker's updates in (0, 1]"),
-            ));
-        }
+        let combine_share = share(combine_share, "skew combine share", "a worker's updates")?;
         Ok(Skew { combine_share, ..self })
     }
 
@@ -124,5 +114,17 @@ impl Skew {
     /// on every sender passes at half of it.
     pub(crate) fn reports(&self, count: u64, total: u64, peers: usize) -> bool {
         count as f64 * 2.0 * peers as f64 >= self.hot_share * total as f64
+    }
+}
+
+/// `value` if it is a share of `of` in (0, 1]; else the error naming `setting`.
+fn share(value: f64, setting: &str, of: &str) -> Result<f64, Error> {
+    if value > 0.0 && value <= 1.0 {
+        Ok(value)
+    } else {
+        Err(Error::invalid(
+            setting,
+            format!("{value}: must be a share of {of} in (0, 1]"),
+        ))
     }
 }
