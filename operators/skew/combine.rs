@@ -17,8 +17,8 @@ use timely::dataflow::operators::generic::Operator;
 use timely::progress::Timestamp;
 
 use super::events::{log_sent, Sent, SkewEvent, SkewEventBuilder, LOG_NAME};
+use super::key_index::key_route;
 use super::key_index::{ByHash, KeyIndex};
-use super::route::key_route;
 use super::sample::{KeyCounts, Strides, SAMPLE};
 use super::settings::Skew;
 

@@ -105,6 +105,51 @@ impl Sent {
     }
 }
 
+/// What one worker's routing logs: the updates sent to each worker, and
+/// those received and passed on to their deal's workers.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RouteLog {
+    sent: Sent,
+    passed: u64,
+}
+
+impl RouteLog {
+    /// A log over `peers` workers, counting only if `listening`.
+    pub(crate) fn new(peers: usize, listening: bool) -> Self {
+        RouteLog {
+            sent: Sent::new(peers, listening),
+            passed: 0,
+        }
+    }
+
+    /// Whether anyone listens (else counting is skipped).
+    #[inline]
+    pub(crate) fn listening(&self) -> bool {
+        self.sent.listening()
+    }
+
+    /// One more update sent to `worker`.
+    #[inline]
+    pub(crate) fn sent_to(&mut self, worker: usize) {
+        self.sent.to(worker);
+    }
+
+    /// `updates` received here passed on to their deal's workers.
+    pub(crate) fn passed_on(&mut self, updates: u64) {
+        self.passed += updates;
+    }
+
+    /// The updates passed on since the last call.
+    pub(crate) fn take_passed_on(&mut self) -> u64 {
+        std::mem::take(&mut self.passed)
+    }
+
+    /// Adds what was sent since the last call to `total`, per worker.
+    pub(crate) fn take_sent(&mut self, total: &mut [u64]) {
+        self.sent.take_into(total);
+    }
+}
+
 /// Logs `sent` (updates per worker) as [`SkewEvent::Routed`] by `worker`,
 /// if any update was sent.
 pub(crate) fn log_sent(logger: &Logger<SkewEventBuilder>, worker: usize, sent: Vec<u64>) {

@@ -20,9 +20,11 @@ use timely::Container;
 
 use crate::common::stash::TimeStash;
 
+use super::deals::HotKey;
 use super::decision::SideHotKeys;
 use super::events::{log_sent, SkewEvent, SkewEventBuilder, LOG_NAME};
-use super::route::{key_route, HotKey, SharedRoutes};
+use super::key_index::key_route;
+use super::route::SharedRoutes;
 use super::settings::Skew;
 
 /// A hot key's deal, with the side (the operator's input, by its index)
@@ -87,7 +89,10 @@ where
             input.for_each_stamp(|_, _| {});
             if let Some(held) = cap.as_ref() {
                 for (side, routes) in sides.iter().enumerate() {
-                    let counted = routes.borrow_mut().take_counted(|time| !frontier.less_equal(time));
+                    let counted = routes
+                        .borrow_mut()
+                        .sampling
+                        .take_counted(|time| !frontier.less_equal(time));
                     for (time, (mut keys, owned)) in counted {
                         let total: u64 = owned.iter().sum();
                         let at = held.delayed(&time);
@@ -183,18 +188,26 @@ where
         input.for_each_stamp(|cap, batches| {
             if let Some(time) = cap.least() {
                 for (side, hot_key) in batches.flat_map(|batch| batch.drain(..)) {
-                    sides[side].borrow_mut().learn(time.clone(), hot_key);
+                    sides[side].borrow_mut().deals.learn(time.clone(), hot_key);
                 }
             }
         });
         for routes in &sides {
-            routes.borrow_mut().learned_through(frontier.frontier().to_owned());
+            routes
+                .borrow_mut()
+                .learning
+                .learned_through(frontier.frontier().to_owned());
         }
         if let Some(logger) = &logger {
             let mut sent = vec![0; peers];
-            sides.iter().for_each(|routes| routes.borrow_mut().take_sent(&mut sent));
+            sides
+                .iter()
+                .for_each(|routes| routes.borrow_mut().log.take_sent(&mut sent));
             log_sent(logger, me, sent);
-            let updates: u64 = sides.iter().map(|routes| routes.borrow_mut().take_passed_on()).sum();
+            let updates: u64 = sides
+                .iter()
+                .map(|routes| routes.borrow_mut().log.take_passed_on())
+                .sum();
             if updates > 0 {
                 logger.log(SkewEvent::PassedOn { worker: me, updates });
             }

@@ -17,8 +17,9 @@ use timely::progress::Timestamp;
 
 use super::arrange::{arrange_routed, mark_hot, Arranged};
 use super::hot_keys::{hot_keys, SideHotKey};
+use super::key_index::key_route;
 use super::mover::arrange_moving;
-use super::route::{key_route, Routes, SharedRoutes};
+use super::route::{Routes, SharedRoutes};
 use super::settings::Skew;
 
 /// What a join of `(K, V)` and `(K, V2)` records produces.
@@ -280,7 +281,7 @@ where
     // owner (where they stay) and on its other workers (copies).
     let sent_to = |routes: &SharedRoutes<K, T>| {
         let routes = Rc::clone(routes);
-        move |worker| routes.borrow_mut().sent_to(worker)
+        move |worker| routes.borrow_mut().log.sent_to(worker)
     };
     let copied_theirs = copied(copy_marks(hot.clone(), 0), theirs.clone(), sent_to(&their_routes));
     let copied_mine = copied(copy_marks(hot, 1), mine.clone(), sent_to(&routes));

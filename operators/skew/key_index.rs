@@ -5,7 +5,15 @@
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
+use differential_dataflow::Hashable;
+
 use crate::common::hash::FingerprintHasher;
+
+/// The hash timely's exchange routes a key by in differential's
+/// arrangements.
+pub(crate) fn key_route<K: Hashable>(key: &K) -> u64 {
+    key.hashed().into()
+}
 
 /// A map keyed by a well-mixed hash, hashed by the hash itself.
 pub(crate) type ByHash<V> = HashMap<u64, V, BuildHasherDefault<FingerprintHasher>>;

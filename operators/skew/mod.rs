@@ -54,6 +54,7 @@
 mod arrange;
 mod associative;
 mod combine;
+mod deals;
 mod decision;
 mod events;
 mod extremes;

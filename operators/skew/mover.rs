@@ -47,7 +47,9 @@ use timely::progress::{Antichain, Timestamp};
 use timely::scheduling::Activator;
 
 use super::arrange::{arrange_routed, Arranged};
-use super::route::{by_deal, key_route, Deal, SharedRoutes};
+use super::deals::Deal;
+use super::key_index::key_route;
+use super::route::{by_deal, SharedRoutes};
 
 /// Advances of an arrangement's frontier after a key's deal during which
 /// its records in new batches are checked: moves sent by a worker that had
@@ -162,11 +164,9 @@ where
     let watch: Watch<K, V, T, R> = Rc::new(RefCell::new(None));
     let mut builder = OperatorBuilder::new(format!("{name}Move"), scope);
     let address = builder.operator_info().address;
-    {
-        let mut routes = routes.borrow_mut();
-        routes.keep_dealt();
-        routes.wake_on_learning(scope.activator_for(Rc::clone(&address)));
-    }
+    routes
+        .borrow_mut()
+        .watch_deals(scope.activator_for(Rc::clone(&address)));
     let mut input = builder.new_input(updates, pact);
     let (records, records_stream) = builder.new_output();
     let (moves, moves_stream) = builder.new_output();
@@ -239,7 +239,7 @@ where
     let routes = Rc::clone(routes);
     moves
         .exchange(move |(worker, _): &(usize, ((K, V), T, R))| {
-            routes.borrow_mut().sent_to(*worker);
+            routes.borrow_mut().log.sent_to(*worker);
             *worker as u64
         })
         .map(|(_, update)| update)
@@ -303,7 +303,7 @@ where
     /// records here are looked up at the next round and checked in new
     /// batches.
     fn learn_deals(&mut self) {
-        let dealt = self.routes.borrow_mut().take_dealt();
+        let dealt = self.routes.borrow_mut().deals.take_dealt();
         for key in &dealt {
             self.recent.insert(key.clone(), RECENT);
         }
@@ -327,7 +327,9 @@ where
     fn observe(&self, updates: &[((K, V), T, R)]) {
         if matches!(self.deal, Deal::Latest) {
             let mut routes = self.routes.borrow_mut();
-            updates.iter().for_each(|((key, _), time, _)| routes.observe(key, time));
+            updates
+                .iter()
+                .for_each(|((key, _), time, _)| routes.sampling.observe(key, time));
         }
     }
 
@@ -346,7 +348,7 @@ where
     ) {
         let (mut records, mut moves) = (records.activate(), moves.activate());
         while let Some(entry) = waiting.first_entry() {
-            if !self.routes.borrow().learned(entry.key()) {
+            if !self.routes.borrow().learning.learned(entry.key()) {
                 break;
             }
             let (here, there, containers) = entry.remove();
@@ -354,7 +356,7 @@ where
             // Held at their senders (by the latest deal), they are exchanged
             // by their deals once the hold lets them go.
             let at_senders = matches!(self.deal, Deal::Latest);
-            if at_senders || self.recent.is_empty() || !self.routes.borrow().any_hot() {
+            if at_senders || self.recent.is_empty() || !self.routes.borrow().deals.any_hot() {
                 // Nothing to look up: the containers go on as they came.
                 containers
                     .into_iter()
@@ -368,12 +370,14 @@ where
                 let routes = self.routes.borrow();
                 let parts: Vec<Option<usize>> = updates
                     .iter()
-                    .map(|((key, val), time, _)| routes.part(key, Some(time), Deal::First, || val.hashed().into()))
+                    .map(|((key, val), time, _)| {
+                        routes.deals.part(key, Some(time), Deal::First, || val.hashed().into())
+                    })
                     .collect();
                 drop(routes);
                 let passed = parts.iter().filter(|part| part.is_some()).count() as u64;
                 if passed > 0 {
-                    self.routes.borrow_mut().passed_on(passed);
+                    self.routes.borrow_mut().log.passed_on(passed);
                 }
                 for (update, part) in updates.into_iter().zip(parts) {
                     match part {
@@ -453,7 +457,7 @@ where
         let found: Vec<_> = found
             .into_iter()
             .filter_map(|((key, val), sum)| {
-                let worker = routes.part(&key, None, Deal::Latest, || val.hashed().into())?;
+                let worker = routes.deals.part(&key, None, Deal::Latest, || val.hashed().into())?;
                 (worker != self.me).then_some((worker, (key, val), sum?))
             })
             .collect();
@@ -490,6 +494,7 @@ where
             }
             while let Some(val) = cursor.get_val(batch) {
                 if routes
+                    .deals
                     .part(key, None, Deal::Latest, || val.hashed().into())
                     .is_some_and(|worker| worker != self.me)
                 {

@@ -161,7 +161,7 @@ where
     let mut marked = HashSet::new();
     let marks = mark_hot(hot, "SkewMark", move |time, _, key, shares, out| {
         if marked.insert(key.clone()) {
-            learn.borrow_mut().learn(time.clone(), (key.clone(), shares));
+            learn.borrow_mut().deals.learn(time.clone(), (key.clone(), shares));
             out.push((key, ()));
         }
     });
@@ -174,7 +174,7 @@ where
     let parts = arrange_routed(
         moved.inner.concat(split_hot).concat(held.on),
         Exchange::new(move |((key, val), _, _): &((K, V), T, R)| {
-            by_deal.borrow().first_part(key, val.hashed().into()) as u64
+            by_deal.borrow().deals.first_part(key, val.hashed().into()) as u64
         }),
         "SkewParts",
     );
