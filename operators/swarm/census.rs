@@ -12,8 +12,7 @@ use std::rc::Rc;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::Operator;
-use timely::dataflow::operators::vec::Map;
-use timely::dataflow::operators::Exchange as ExchangeRecords;
+use timely::dataflow::operators::vec::Broadcast;
 use timely::dataflow::StreamVec;
 use timely::ExchangeData;
 
@@ -39,7 +38,6 @@ pub(crate) fn open<'scope, P: ExchangeData, Q: ExchangeData, M: CostModel + 'sta
     model: M,
     coordinator: Rc<RefCell<Coordinator>>,
 ) -> StreamVec<'scope, u64, Vec<PlanChange>> {
-    let workers = records.scope().peers();
     let grid = grid.clone();
     records
         .unary_frontier::<CapacityContainerBuilder<Vec<(Cell, CellCount)>>, _, _, _>(
@@ -64,7 +62,7 @@ pub(crate) fn open<'scope, P: ExchangeData, Q: ExchangeData, M: CostModel + 'sta
                 }
             },
         )
-        .unary_frontier::<CapacityContainerBuilder<Vec<(usize, Vec<PlanChange>)>>, _, _, _>(
+        .unary_frontier::<CapacityContainerBuilder<Vec<Vec<PlanChange>>>, _, _, _>(
             Exchange::new(|_: &(Cell, CellCount)| 0),
             "SwarmOpening",
             move |_, _| {
@@ -82,15 +80,12 @@ pub(crate) fn open<'scope, P: ExchangeData, Q: ExchangeData, M: CostModel + 'sta
                     stash.drain_complete(frontier, |cap, counts| {
                         let work = counts.iter().map(|(&cell, count)| (cell, count.work(&model))).collect();
                         let changes = coordinator.borrow_mut().open(&work);
-                        output
-                            .session(&cap)
-                            .give_iterator((0..workers).map(|worker| (worker, changes.clone())));
+                        output.session(&cap).give(changes);
                     });
                 }
             },
         )
-        .exchange(|(worker, _): &(usize, Vec<PlanChange>)| *worker as u64)
-        .map(|(_, changes)| changes)
+        .broadcast()
 }
 
 /// Counts a record in its cells: a point in its own, a registration in

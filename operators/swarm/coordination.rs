@@ -13,8 +13,7 @@ use std::rc::Rc;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::Operator;
-use timely::dataflow::operators::vec::Map;
-use timely::dataflow::operators::Exchange as ExchangeRecords;
+use timely::dataflow::operators::vec::Broadcast;
 use timely::dataflow::StreamVec;
 
 use crate::common::stash::TimeStash;
@@ -30,9 +29,8 @@ pub(crate) fn coordinate<'scope>(
     coordinator: Rc<RefCell<Coordinator>>,
     orders: Rc<RefCell<Orders>>,
 ) -> StreamVec<'scope, u64, PlanUpdate> {
-    let workers = reports.scope().peers();
     reports
-        .unary_frontier::<CapacityContainerBuilder<Vec<(usize, PlanUpdate)>>, _, _, _>(
+        .unary_frontier::<CapacityContainerBuilder<Vec<PlanUpdate>>, _, _, _>(
             Exchange::new(|_: &RoundReport| 0),
             "SwarmCoordinate",
             move |_, _| {
@@ -48,14 +46,11 @@ pub(crate) fn coordinate<'scope>(
                         let update = coordinator.round(*cap.time(), reports);
                         *orders.borrow_mut() = coordinator.orders().clone();
                         if coordinator.worth_sending(&update) {
-                            output
-                                .session(&cap)
-                                .give_iterator((0..workers).map(|worker| (worker, update.clone())));
+                            output.session(&cap).give(update);
                         }
                     });
                 }
             },
         )
-        .exchange(|(worker, _): &(usize, PlanUpdate)| *worker as u64)
-        .map(|(_, update)| update)
+        .broadcast()
 }
