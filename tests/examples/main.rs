@@ -9,4 +9,5 @@ mod support;
 
 mod differential;
 mod doctor;
+mod spatial;
 mod wordcount;
