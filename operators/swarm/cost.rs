@@ -1,5 +1,5 @@
 //! The cost model (ours: the paper's Eqns 1–7 are not in our text; see
-//! `docs/swarm.md`), behind a trait so applications can supply
+//! `bench/results/swarm.md`, "What is ours"), behind a trait so applications can supply
 //! their own: [`CostModel`], with [`RangeQueryCost`] for range queries and
 //! [`TextualCost`] for spatio-textual ones, and a worker's load by it
 //! ([`WorkerLoad`]).

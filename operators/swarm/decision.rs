@@ -181,7 +181,7 @@ impl DecisionPolicy for FiveStage {
 /// worker (with no rebalancing in between). One round's imbalance under τ
 /// is mostly noise, which moving state would chase; the same worker above
 /// the lower bar twice is a drift, such as a hotspot moving into its
-/// partitions, that noise rarely makes (measured in `docs/swarm.md`).
+/// partitions, that noise rarely makes (measured in `bench/results/swarm.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Threshold {
     tau: f64,

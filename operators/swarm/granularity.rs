@@ -1,4 +1,4 @@
-//! Choosing the size of partitions (ours; see `docs/swarm.md`). A cost model
+//! Choosing the size of partitions (ours; see `bench/results/swarm.md`, "What is ours"). A cost model
 //! that predicts work from the statistics (say RN·Q + α(RN + RQ), for an
 //! application that checks every point against every query of its
 //! partition) says when a partition is too coarse: a split lowers Q for the

@@ -200,7 +200,7 @@ pub struct GlobalIndex {
 /// The most partitions per worker [`GlobalIndex::fine`] starts from: one
 /// cell each on a 64 × 64 grid from 16 workers on, blocks of a few cells
 /// below (finer starts spend more on each query's copies than their
-/// balance wins back at 2–4 workers; `docs/swarm.md`).
+/// balance wins back at 2–4 workers; `bench/results/swarm.md`).
 pub const FINE_PER_WORKER: usize = 256;
 
 /// The owners of `bx × by` blocks, row by row: block (column c, row r) goes

@@ -16,7 +16,7 @@
 //! [`TextualCost`](cost::TextualCost)) and the five-stage and threshold
 //! decisions ([`decision`]: [`FiveStage`](decision::FiveStage),
 //! [`Threshold`](decision::Threshold)). What the paper's text leaves out is
-//! ours (`docs/swarm.md`), behind traits
+//! ours (`bench/results/swarm.md`, "What is ours"), behind traits
 //! ([`CostModel`](cost::CostModel),
 //! [`DecisionPolicy`](decision::DecisionPolicy)). What a run did is in
 //! [`figures`], its log's events in [`events`].

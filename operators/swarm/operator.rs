@@ -2,7 +2,7 @@
 //! with the plan balanced by the coordinator as the load moves.
 //!
 //! The stages, each on every worker (the timestamped protocol of
-//! `docs/swarm.md`):
+//! `bench/results/swarm.md`, "How SWARM works in timely, in detail"):
 //! - the **dispatcher** holds the records of epoch `t` until the plan for `t`
 //!   is final, then tags each with its partitions;
 //! - an exchange by holder delivers each tagged record to the worker the
@@ -122,7 +122,7 @@ pub struct SwarmConfig<M = RangeQueryCost> {
     /// the dataflow pipelines epochs; each further round of depth is a
     /// round more before the plan follows the load. 1 (the default) suits
     /// one process; across processes, choose it from the round trip to the
-    /// coordinator (docs/swarm.md, "Epochs and plan depth across processes").
+    /// coordinator (`bench/results/swarm.md`, "Epochs and plan depth across processes").
     pub plan_depth: u64,
     /// Merge each worker's adjacent partitions every this many rounds (at least 1).
     pub merge_every: u64,

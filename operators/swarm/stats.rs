@@ -3,7 +3,7 @@
 //! for splitting and merging.
 //!
 //! Cumulative statistics of row `i` count from row 0 to row `i` (columns
-//! likewise); see `docs/swarm.md` for the definitions. N-type
+//! likewise); see `bench/results/swarm.md`, "What is ours", for the definitions. N-type
 //! statistics (points) are `f64` because N decays: it is halved at every
 //! round end before the round's new points are added.
 
