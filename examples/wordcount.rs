@@ -37,7 +37,7 @@ struct Args {
     /// loaded, every time).
     #[arg(long, default_value_t = 0)]
     slack: u64,
-    /// Synthetic keys: zipf:<exponent>:<distinct> or lognormal:<mu>:<sigma>:<distinct>.
+    /// Synthetic keys: zipf:<exponent>:<distinct>, mandelbrot:<s>:<q>:<distinct> or lognormal:<mu>:<sigma>:<distinct>.
     #[arg(long, conflicts_with = "input", default_value = "zipf:1.2:100000")]
     keys: KeySpec,
     /// Read keys from FILE, one per line, instead of generating them.

@@ -124,7 +124,7 @@ impl HeadAware {
     /// the sample; a head key carries at least θ of the stream, so it is
     /// sampled often. By default: as rarely as lets a key at θ expect 32
     /// samples between halvings of the sketch, and at least one message in
-    /// [`DEFAULT_SAMPLING`] (one in 16 from 26 workers up, one in 81 at 5).
+    /// [`DEFAULT_SAMPLING`] (one in 16 from 25 workers up, one in 81 at 5).
     pub fn with_sampling(self, sampling: u32) -> Result<Self, Error> {
         if !(1..=MAX_SAMPLING).contains(&sampling) {
             return Err(Error::invalid(

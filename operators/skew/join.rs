@@ -75,9 +75,35 @@ pub trait SkewJoin<'scope, T: Timestamp, K, V, R> {
         R: Multiply<R2, Output: Semigroup + 'static>;
 
     /// As differential's `join_map`, split as
-    /// [`skew_join`](Self::skew_join) by `skew`: `logic` of every pair of
-    /// records with equal keys.
+    /// [`skew_join`](Self::skew_join): `logic` of every pair of records
+    /// with equal keys.
+    ///
+    /// ```
+    /// use differential_dataflow::input::Input;
+    /// use equipoise::skew::SkewJoin;
+    ///
+    /// timely::example(|scope| {
+    ///     let facts = scope.new_collection_from((0..1000u64).map(|i| (if i % 2 == 0 { 0 } else { i % 10 }, i))).1;
+    ///     let names = scope.new_collection_from((0..10u64).map(|k| (k, format!("key {k}")))).1;
+    ///     let named = |_: &u64, fact: &u64, name: &String| (*fact, name.clone());
+    ///     facts.clone().skew_join_map(names.clone(), named).assert_eq(facts.join_map(names, named));
+    /// });
+    /// ```
     fn skew_join_map<V2, R2, D, L>(
+        self,
+        other: VecCollection<'scope, T, (K, V2), R2>,
+        logic: L,
+    ) -> VecCollection<'scope, T, D, <R as Multiply<R2>>::Output>
+    where
+        V2: ExchangeData + Hashable,
+        R2: ExchangeData + Abelian,
+        R: Multiply<R2, Output: Semigroup + 'static>,
+        D: differential_dataflow::Data,
+        L: Fn(&K, &V, &V2) -> D + Clone + 'static;
+
+    /// [`skew_join_map`](Self::skew_join_map) with hot keys found and split
+    /// by `skew`.
+    fn skew_join_map_with<V2, R2, D, L>(
         self,
         other: VecCollection<'scope, T, (K, V2), R2>,
         skew: Skew,
@@ -169,10 +195,25 @@ where
         R2: ExchangeData + Abelian,
         R: Multiply<R2, Output: Semigroup + 'static>,
     {
-        self.skew_join_map(other, skew, |key, val, val2| (key.clone(), (val.clone(), val2.clone())))
+        self.skew_join_map_with(other, skew, |key, val, val2| (key.clone(), (val.clone(), val2.clone())))
     }
 
     fn skew_join_map<V2, R2, D, L>(
+        self,
+        other: VecCollection<'scope, T, (K, V2), R2>,
+        logic: L,
+    ) -> VecCollection<'scope, T, D, <R as Multiply<R2>>::Output>
+    where
+        V2: ExchangeData + Hashable,
+        R2: ExchangeData + Abelian,
+        R: Multiply<R2, Output: Semigroup + 'static>,
+        D: differential_dataflow::Data,
+        L: Fn(&K, &V, &V2) -> D + Clone + 'static,
+    {
+        self.skew_join_map_with(other, Skew::default(), logic)
+    }
+
+    fn skew_join_map_with<V2, R2, D, L>(
         self,
         other: VecCollection<'scope, T, (K, V2), R2>,
         skew: Skew,
@@ -224,7 +265,7 @@ where
         R2: ExchangeData + Abelian,
         R: Multiply<R2, Output: Semigroup + 'static>,
     {
-        self.skew_join_map(other.map(|key| (key, ())), skew, |key, val, _| {
+        self.skew_join_map_with(other.map(|key| (key, ())), skew, |key, val, _| {
             (key.clone(), val.clone())
         })
     }
