@@ -272,7 +272,7 @@ impl<'c, 'a> Loaded<'c, 'a> {
 /// over where a hotspot goes next. From a fine start, at 32–64 workers on a
 /// moving hotspot, small fills left the busiest worker at 1.12–1.18× the
 /// mean over the run, this floor at 1.04–1.14 with a twentieth of the
-/// moves (`docs/results.md`).
+/// moves (`bench/results/swarm.md`, "What each change did").
 const MOVE_FLOOR: f64 = 0.5;
 
 /// The most of its share of a cell a worker hands over at once: it keeps
