@@ -106,19 +106,24 @@ impl Sent {
 }
 
 /// What one worker's routing logs: the updates sent to each worker, and
-/// those received and passed on to their deal's workers.
-#[derive(Debug, Clone, Default)]
+/// those received and passed on to their deal's workers. What is still
+/// counted when the routes are dropped (after every operator that counts
+/// in them has finished: the last time's updates, let go once its deals
+/// were learned, and their copies) is logged then.
 pub(crate) struct RouteLog {
     sent: Sent,
     passed: u64,
+    /// The logger and this worker's index, while anyone listens.
+    logger: Option<(Logger<SkewEventBuilder>, usize)>,
 }
 
 impl RouteLog {
-    /// A log over `peers` workers, counting only if `listening`.
-    pub(crate) fn new(peers: usize, listening: bool) -> Self {
+    /// Worker `me`'s log over `peers` workers, counting only if `logger`.
+    pub(crate) fn new(me: usize, peers: usize, logger: Option<Logger<SkewEventBuilder>>) -> Self {
         RouteLog {
-            sent: Sent::new(peers, listening),
+            sent: Sent::new(peers, logger.is_some()),
             passed: 0,
+            logger: logger.map(|logger| (logger, me)),
         }
     }
 
@@ -147,6 +152,24 @@ impl RouteLog {
     /// Adds what was sent since the last call to `total`, per worker.
     pub(crate) fn take_sent(&mut self, total: &mut [u64]) {
         self.sent.take_into(total);
+    }
+}
+
+impl Drop for RouteLog {
+    fn drop(&mut self) {
+        if let Some((logger, me)) = &self.logger {
+            let mut sent = vec![0; self.sent.0.len()];
+            self.sent.take_into(&mut sent);
+            log_sent(logger, *me, sent);
+            log_passed_on(logger, *me, std::mem::take(&mut self.passed));
+        }
+    }
+}
+
+/// Logs `updates` passed on by `worker` as [`SkewEvent::PassedOn`], if any.
+pub(crate) fn log_passed_on(logger: &Logger<SkewEventBuilder>, worker: usize, updates: u64) {
+    if updates > 0 {
+        logger.log(SkewEvent::PassedOn { worker, updates });
     }
 }
 

@@ -22,7 +22,7 @@ use crate::common::stash::TimeStash;
 
 use super::deals::HotKey;
 use super::decision::SideHotKeys;
-use super::events::{log_sent, SkewEvent, SkewEventBuilder, LOG_NAME};
+use super::events::{log_passed_on, log_sent, SkewEvent, SkewEventBuilder, LOG_NAME};
 use super::key_index::key_route;
 use super::route::SharedRoutes;
 use super::settings::Skew;
@@ -173,9 +173,10 @@ where
 
 /// Each side's routes learn the decisions from the time they are sent at,
 /// and the frontier before which they have learned every decision;
-/// whenever they move on (and once more as they end), what this worker
-/// sent since the last time, over every side, is logged as
-/// [`SkewEvent::Routed`].
+/// whenever they move on, what this worker sent since the last time, over
+/// every side, is logged as [`SkewEvent::Routed`]. What is sent after this
+/// sink has finished (the last time's updates, let go once its deals are
+/// learned, and their copies) each side's routes log as they are dropped.
 fn learn<'scope, T, K>(hot: StreamVec<'scope, T, SideHotKey<K>>, sides: &[SharedRoutes<K, T>])
 where
     T: Timestamp + TotalOrder,
@@ -204,13 +205,11 @@ where
                 .iter()
                 .for_each(|routes| routes.borrow_mut().log.take_sent(&mut sent));
             log_sent(logger, me, sent);
-            let updates: u64 = sides
+            let updates = sides
                 .iter()
                 .map(|routes| routes.borrow_mut().log.take_passed_on())
                 .sum();
-            if updates > 0 {
-                logger.log(SkewEvent::PassedOn { worker: me, updates });
-            }
+            log_passed_on(logger, me, updates);
         }
     });
 }

@@ -84,12 +84,12 @@ impl<K: Eq + Clone + Hashable, T: Timestamp + TotalOrder> Routes<K, T> {
     /// sends where if anyone listens to the log).
     pub(crate) fn shared<'scope>(scope: &Scope<'scope, T>) -> SharedRoutes<K, T> {
         let peers = scope.peers();
-        let logging = scope.worker().logger_for::<SkewEventBuilder>(LOG_NAME).is_some();
+        let logger = scope.worker().logger_for::<SkewEventBuilder>(LOG_NAME);
         Rc::new(RefCell::new(Routes {
             deals: Deals::new(),
             sampling: Sampling::new(scope.index(), peers),
             learning: Learning::new(),
-            log: RouteLog::new(peers, logging),
+            log: RouteLog::new(scope.index(), peers, logger),
             peers: peers as u64,
         }))
     }
