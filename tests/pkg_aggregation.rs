@@ -16,13 +16,34 @@ use equipoise::pkg::{
 use equipoise::skew::SkewReduce;
 use equipoise_lab::common::keys::{key_name, KeySampler, KeySpec};
 use proptest::prelude::*;
+use timely::container::CapacityContainerBuilder;
 use timely::dataflow::operators::vec::{Input, Map};
 use timely::dataflow::operators::{Inspect, Probe};
-use timely::dataflow::InputHandle;
+use timely::dataflow::{InputHandle, ProbeHandle};
 
 /// Records as (epoch, key); each worker sends the records whose position is
 /// congruent to its index.
 type Records = Vec<(u64, u16)>;
+
+/// Sends this worker's share of `records` (epoch, record), those whose
+/// position is congruent to its index, then closes `input` and steps until
+/// `probe` is done.
+fn send_dealt<D: Clone + 'static>(
+    worker: &mut timely::worker::Worker,
+    mut input: InputHandle<u64, CapacityContainerBuilder<Vec<D>>>,
+    records: &[(u64, D)],
+    probe: &ProbeHandle<u64>,
+) {
+    let (index, peers) = (worker.index(), worker.peers());
+    for (epoch, record) in records.iter().skip(index).step_by(peers) {
+        input.advance_to(*epoch);
+        input.send(record.clone());
+    }
+    input.close();
+    while !probe.done() {
+        worker.step();
+    }
+}
 
 /// Final count of each key and the last top-k list, from a `workers`-worker run.
 fn run_count(workers: usize, records: Records, k: usize) -> (HashMap<u16, u64>, Vec<(u16, u64)>) {
@@ -31,7 +52,6 @@ fn run_count(workers: usize, records: Records, k: usize) -> (HashMap<u16, u64>, 
     let (latest2, tops2) = (Arc::clone(&latest), Arc::clone(&tops));
     let records = Arc::new(records);
     timely::execute(timely::Config::process(workers), move |worker| {
-        let (index, peers) = (worker.index(), worker.peers());
         let mut input = InputHandle::new();
         let (latest, tops) = (Arc::clone(&latest2), Arc::clone(&tops2));
         let probe = worker.dataflow::<u64, _, _>(|scope| {
@@ -62,16 +82,7 @@ fn run_count(workers: usize, records: Records, k: usize) -> (HashMap<u16, u64>, 
                 .probe();
             probe
         });
-        for (position, &(epoch, key)) in records.iter().enumerate() {
-            if position % peers == index {
-                input.advance_to(epoch);
-                input.send(key);
-            }
-        }
-        input.close();
-        while !probe.done() {
-            worker.step();
-        }
+        send_dealt(worker, input, &records, &probe);
     })
     .unwrap();
     let counts = latest
@@ -128,7 +139,6 @@ fn pkg_aggregate_is_exact_per_time() {
         let seen = Arc::new(Mutex::new(HashMap::new()));
         let (seen2, records2) = (Arc::clone(&seen), records.clone());
         timely::execute(timely::Config::process(workers), move |worker| {
-            let (index, peers) = (worker.index(), worker.peers());
             let mut input = InputHandle::new();
             let seen = Arc::clone(&seen2);
             let probe = worker.dataflow::<u64, _, _>(|scope| {
@@ -150,16 +160,7 @@ fn pkg_aggregate_is_exact_per_time() {
                     .probe()
                     .0
             });
-            for (position, &(epoch, record)) in records2.iter().enumerate() {
-                if position % peers == index {
-                    input.advance_to(epoch);
-                    input.send(record);
-                }
-            }
-            input.close();
-            while !probe.done() {
-                worker.step();
-            }
+            send_dealt(worker, input, &records2, &probe);
         })
         .unwrap();
         assert_eq!(*seen.lock().unwrap(), expected, "{workers} workers");
@@ -282,7 +283,7 @@ struct WordCount {
 /// Counts `words` (each worker sending every `workers`-th, 1 000 an epoch)
 /// with the two phases written out, as a program that also wants each
 /// worker's load writes them.
-fn word_count(workers: usize, scheme: Scheme, words: Arc<Vec<String>>) -> WordCount {
+fn word_count(workers: usize, scheme: Scheme, words: Arc<Vec<(u64, String)>>) -> WordCount {
     let finals = Arc::new(Mutex::new(HashMap::new()));
     let top = Arc::new(Mutex::new(Vec::new()));
     let received = Arc::new(Mutex::new(vec![0u64; workers]));
@@ -294,7 +295,7 @@ fn word_count(workers: usize, scheme: Scheme, words: Arc<Vec<String>>) -> WordCo
         Arc::clone(&holders),
     );
     timely::execute(timely::Config::process(workers), move |worker| {
-        let (index, peers) = (worker.index(), worker.peers());
+        let index = worker.index();
         let (finals, top, received, holders) = shared.clone();
         let mut input = InputHandle::new();
         let probe = worker.dataflow::<u64, _, _>(|scope| {
@@ -320,16 +321,7 @@ fn word_count(workers: usize, scheme: Scheme, words: Arc<Vec<String>>) -> WordCo
                 .probe()
                 .0
         });
-        for (position, word) in words.iter().enumerate() {
-            if position % peers == index {
-                input.advance_to(position as u64 / 1_000);
-                input.send(word.clone());
-            }
-        }
-        input.close();
-        while !probe.done() {
-            worker.step();
-        }
+        send_dealt(worker, input, &words, &probe);
     })
     .unwrap();
     let replication = holders
@@ -351,17 +343,18 @@ fn word_count(workers: usize, scheme: Scheme, words: Arc<Vec<String>>) -> WordCo
     }
 }
 
-/// `records` words of a Zipf 1.3 law over 2 000 (the hottest ~27 %).
-fn words(records: u64) -> Arc<Vec<String>> {
+/// `records` words of a Zipf 1.3 law over 2 000 (the hottest ~27 %), as
+/// (epoch, word), 1 000 an epoch.
+fn words(records: u64) -> Arc<Vec<(u64, String)>> {
     let sampler = KeySampler::new(&"zipf:1.3:2000".parse::<KeySpec>().unwrap(), 5);
-    Arc::new((0..records).map(|i| key_name(sampler.rank(i))).collect())
+    Arc::new((0..records).map(|i| (i / 1_000, key_name(sampler.rank(i)))).collect())
 }
 
 #[test]
 fn a_word_count_under_every_grouping_counts_as_a_hashmap_and_spreads_keys_as_its_grouping_allows() {
     let words = words(30_000);
     let mut expected = HashMap::<String, u64>::new();
-    for word in words.iter() {
+    for (_, word) in words.iter() {
         *expected.entry(word.clone()).or_default() += 1;
     }
     let expected_top = top_of(expected.iter().map(|(word, &count)| (word.clone(), count)).collect(), 5);
