@@ -229,6 +229,13 @@ proptest! {
     ) {
         let mut updates = updates;
         updates.sort_by_key(|&(_, time, _)| time);
+        // Updates that cancel at every time leave `count()` nothing to
+        // compare against: such an input tests nothing.
+        let mut net = HashMap::<(u32, u64), isize>::new();
+        for &(key, time, diff) in &updates {
+            *net.entry((key, time)).or_default() += diff;
+        }
+        prop_assume!(net.values().any(|&diff| diff != 0));
         for workers in 1..=4 {
             for scheme in [None, Some(Scheme::DChoices.with_slack(0)), Some(Scheme::WChoices.with_slack(0))] {
                 let (mismatches, produced) = differential_mismatch(workers, scheme, updates.clone());
